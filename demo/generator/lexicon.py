@@ -1,0 +1,66 @@
+"""Our own small biomedical lexicon, shared by the demo corpus and the demo task generators.
+
+The demo pretraining text and the demo benchmark tasks mention the same entities, so a
+vocabulary learned on the corpus keeps these words whole and pretraining helps the tasks.
+"""
+
+DISEASES = [
+    "hypertension", "asthma", "diabetes mellitus", "psoriasis", "sepsis", "pneumonia",
+    "tuberculosis", "melanoma", "glioblastoma", "leukemia", "cardiomyopathy", "nephropathy",
+    "hepatitis", "cirrhosis", "osteoporosis", "rheumatoid arthritis", "multiple sclerosis",
+    "Parkinson disease", "Alzheimer disease", "schizophrenia", "epilepsy", "migraine",
+    "atrial fibrillation", "heart failure", "colorectal cancer", "breast cancer",
+    "lung adenocarcinoma", "pancreatitis", "anemia", "thrombocytopenia", "lupus nephritis",
+    "Crohn disease", "ulcerative colitis", "bronchiolitis", "endocarditis", "meningitis",
+]
+
+CHEMICALS = [
+    "metformin", "insulin", "aspirin", "warfarin", "heparin", "cisplatin", "doxorubicin",
+    "tamoxifen", "paclitaxel", "methotrexate", "cyclosporine", "tacrolimus", "prednisone",
+    "dexamethasone", "vancomycin", "amoxicillin", "ciprofloxacin", "rifampicin", "isoniazid",
+    "lisinopril", "atorvastatin", "simvastatin", "clopidogrel", "furosemide", "haloperidol",
+    "lithium", "valproate", "levetiracetam", "morphine", "fentanyl", "ketamine", "nicotine",
+    "ethanol", "glucose", "cholesterol", "dopamine", "serotonin", "cortisol",
+]
+
+GENES = [
+    "BRCA1", "BRCA2", "TP53", "EGFR", "KRAS", "BRAF", "PTEN", "MYC", "HER2", "VEGFA",
+    "TNF", "IL6", "IL1B", "CDKN2A", "APOE", "ACE2", "JAK2", "STAT3", "MTOR", "AKT1",
+    "PIK3CA", "NOTCH1", "SOX2", "CYP3A4", "CYP2D6", "ABCB1", "HLA-B", "INS", "LEP", "ALB",
+]
+
+SPECIES = [
+    "Homo sapiens", "Mus musculus", "Rattus norvegicus", "Escherichia coli",
+    "Staphylococcus aureus", "Mycobacterium tuberculosis", "Saccharomyces cerevisiae",
+    "Danio rerio", "Drosophila melanogaster", "Plasmodium falciparum",
+]
+
+POPULATIONS = [
+    "adults with type 2 diabetes", "children with asthma", "elderly patients",
+    "pregnant women", "patients with heart failure", "smokers", "postmenopausal women",
+    "patients undergoing surgery", "healthy volunteers", "outpatients with depression",
+]
+
+INTERVENTIONS = [
+    "metformin", "placebo", "aerobic exercise", "cognitive behavioural therapy", "aspirin",
+    "a low-sodium diet", "vitamin D supplementation", "insulin glargine", "acupuncture",
+    "early mobilisation",
+]
+
+OUTCOMES = [
+    "blood pressure", "mortality", "HbA1c", "hospital readmission", "quality of life",
+    "pain scores", "length of stay", "bone mineral density", "exacerbation rate",
+    "depressive symptoms",
+]
+
+ORGANS = ["liver", "kidney", "heart", "lung", "brain", "pancreas", "skin", "colon", "bone marrow"]
+
+CELLS = ["T cells", "macrophages", "hepatocytes", "neurons", "fibroblasts", "cardiomyocytes", "B cells"]
+
+GENERIC_NOUNS = [
+    "patients", "cohort", "trial", "study", "analysis", "samples", "participants",
+    "expression", "levels", "risk", "outcome", "treatment", "therapy", "dose", "response",
+]
+
+VERBS_INCREASE = ["increased", "elevated", "upregulated", "enhanced", "raised"]
+VERBS_DECREASE = ["reduced", "decreased", "suppressed", "lowered", "attenuated"]

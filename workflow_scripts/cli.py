@@ -1,0 +1,24 @@
+"""Entry-point wrapper shared by every `python -m workflow_scripts.<step>` command."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Callable, Sequence
+
+from .errors import PipelineError
+
+
+def run(main: Callable[[Sequence[str] | None], object], argv: Sequence[str] | None = None) -> None:
+    """Run a step's ``main``; a PipelineError becomes one line on stderr and exit status 2."""
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+        datefmt="%Y-%m-%d %H:%M:%S",
+        stream=sys.stderr,
+    )
+    try:
+        main(argv)
+    except PipelineError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
