@@ -17,6 +17,19 @@ from typing import Any, Iterator
 import yaml
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _publish(tmp: Path, target: Path, is_dir: bool) -> None:
+    """Give the temporary the permissions a plain create would have (mkstemp/mkdtemp make
+    them private), then rename it into place."""
+    os.chmod(tmp, (0o777 if is_dir else 0o666) & ~_umask())
+    os.replace(tmp, target)
+
+
 def _tmp_sibling(path: Path, is_dir: bool) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     if is_dir:
@@ -33,7 +46,7 @@ def atomic_file(path: str | os.PathLike) -> Iterator[Path]:
     tmp = _tmp_sibling(target, is_dir=False)
     try:
         yield tmp
-        os.replace(tmp, target)
+        _publish(tmp, target, is_dir=False)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
@@ -50,10 +63,10 @@ def atomic_dir(path: str | os.PathLike) -> Iterator[Path]:
             old = target.with_name(f".{target.name}.old")
             shutil.rmtree(old, ignore_errors=True)
             os.replace(target, old)
-            os.replace(tmp, target)
+            _publish(tmp, target, is_dir=True)
             shutil.rmtree(old, ignore_errors=True)
         else:
-            os.replace(tmp, target)
+            _publish(tmp, target, is_dir=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

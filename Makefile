@@ -1,0 +1,33 @@
+# Two entry points on a fresh machine:
+#   make demo   create .venv, install the workflow and run the embedded demo end to end
+#   make test   create .venv, install the workflow and run every test (lint, dry run, unit, demo)
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+export PATH := $(abspath $(BIN)):$(PATH)
+
+.PHONY: install demo test dryrun schema clean-demo
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e ".[dev]"
+	touch $@
+
+demo: install
+	snakemake --directory demo --workflow-profile profiles/local
+
+test: install
+	pytest
+
+dryrun: install
+	snakemake -n --quiet rules
+
+schema: install
+	python -m workflow_scripts.config.schema > schemas/config.schema.yaml
+
+clean-demo:
+	rm -rf demo/results demo/.snakemake

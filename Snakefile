@@ -1,0 +1,24 @@
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config.yaml"
+
+
+include: "rules/common.smk"
+include: "rules/download.smk"
+include: "rules/corpus.smk"
+include: "rules/vocab.smk"
+include: "rules/pretrain.smk"
+include: "rules/distill.smk"
+include: "rules/tasks.smk"
+include: "rules/finetune.smk"
+include: "rules/report.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        TABLES,
+        PLOTS,

@@ -1,0 +1,208 @@
+"""Fine-tuning throughput: our loop beside the plain transformers way, same model, task and settings.
+
+The task is ChemProt-shaped (6 relation classes, dummified @CHEMICAL$/@GENE$ sentences of
+10-100 words, batch 32, length 128, as BioM-Transformers time it). Compared, each for the
+same epochs on the same training examples:
+
+- ours: workflow_scripts.finetune (dynamic padding, length-grouped batches), dev scored once;
+- trainer: transformers.Trainer with run_glue's defaults (every example padded to 128), when
+  `accelerate` is installed (Trainer requires it);
+- padded-loop: the same AdamW loop over a random order with every example padded to 128,
+  which is what Trainer does with those defaults; always run.
+
+Examples/s count training examples only (evaluation excluded). The model is a randomly
+initialised BERT of the chosen size with a WordPiece vocabulary trained on the task text,
+or any checkpoint given with --model. On a GPU, --precision bf16/fp16 is used by all.
+
+Usage: python benchmarks/bench_finetune.py [--examples 2000] [--size small|base|tiny]
+       [--model DIR] [--epochs 1] [--threads 1] [--precision fp32] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import math
+import platform
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+LABELS = ["false", "CPR:3", "CPR:4", "CPR:5", "CPR:6", "CPR:9"]
+SIZES = {
+    "tiny": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=256),
+    "small": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024),
+    "base": dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072),
+}
+
+
+def lexicon():
+    spec = importlib.util.spec_from_file_location("demo_lexicon", ROOT / "demo/generator/lexicon.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def chemprot_like(n: int, seed: int) -> list[dict]:
+    lx = lexicon()
+    rng = random.Random(seed)
+    words = [w for group in (lx.DISEASES, lx.CHEMICALS, lx.GENES) for term in group for w in term.split()]
+    words += "the of in and with was were by to a patients expression levels increased reduced".split()
+    rows = []
+    for i in range(n):
+        body = rng.choices(words, k=rng.randint(10, 100))
+        a, b = sorted(rng.sample(range(len(body)), 2))
+        body[a], body[b] = "@CHEMICAL$", "@GENE$"
+        rows.append({"id": f"r{i}", "text": " ".join(body), "label": rng.choice(LABELS)})
+    return rows
+
+
+def write_task(directory: Path, rows: list[dict]) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    dev = rows[: max(len(rows) // 10, 8)]
+    for split, part in (("train", rows), ("dev", dev), ("test", dev)):
+        (directory / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in part))
+
+
+def make_model(directory: Path, rows: list[dict], size: str) -> Path:
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
+
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    tok.train_from_iterator((r["text"] for r in rows), trainers.WordPieceTrainer(vocab_size=4000, special_tokens=specials))
+    tok.post_processor = processors.BertProcessing(("[SEP]", tok.token_to_id("[SEP]")), ("[CLS]", tok.token_to_id("[CLS]")))
+    tok.decoder = decoders.WordPiece()
+    fast = BertTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+                             sep_token="[SEP]", mask_token="[MASK]")
+    fast.save_pretrained(directory)
+    torch.manual_seed(0)
+    BertForMaskedLM(BertConfig(vocab_size=len(fast), max_position_embeddings=512, **SIZES[size])).save_pretrained(directory)
+    return directory
+
+
+def run_ours(model: str, task_dir: Path, work: Path, args) -> dict:
+    from workflow_scripts.finetune.run import finetune
+    from workflow_scripts.finetune.settings import resolve
+
+    steps = math.ceil(args.examples / 32) * args.epochs
+    settings = resolve({
+        "model": {"name": "bench"},
+        "task": {"name": "chemprot-like", "display": "ChemProt-like", "type": "relation", "domain": "pubmed",
+                 "format": "blue_tsv", "source": {"files": {}}, "metric": "micro_f1_excl_negative",
+                 "labels": LABELS, "negative_label": "false", "max_length": 128,
+                 "splits": {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"}},
+        "finetune": {"lr": 5e-5, "batch_size": 32, "epochs": args.epochs, "eval_every": steps,
+                     "num_threads": args.threads, "precision": args.precision},
+    }, "bench")
+    metrics = finetune(settings, model, task_dir, 0, 1, work / "ours")
+    return {"examples_per_s": metrics["train_examples_per_s"], "steps": metrics["steps"],
+            "runtime_s": metrics["runtime_s"]}
+
+
+def _padded(model: str, rows: list[dict]):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model)
+    enc = tokenizer([r["text"] for r in rows], truncation=True, max_length=128, padding="max_length")
+    labels = [LABELS.index(r["label"]) for r in rows]
+    return enc, labels
+
+
+def run_padded_loop(model: str, rows: list[dict], args, device: torch.device) -> dict:
+    from transformers import AutoModelForSequenceClassification, get_linear_schedule_with_warmup
+
+    enc, labels = _padded(model, rows)
+    torch.manual_seed(1)
+    net = AutoModelForSequenceClassification.from_pretrained(model, num_labels=len(LABELS)).to(device)
+    steps = math.ceil(len(rows) / 32) * args.epochs
+    optimizer = torch.optim.AdamW(net.parameters(), lr=5e-5, weight_decay=0.01)
+    scheduler = get_linear_schedule_with_warmup(optimizer, int(0.1 * steps), steps)
+    ids, mask = torch.tensor(enc["input_ids"]), torch.tensor(enc["attention_mask"])
+    types, y = torch.tensor(enc["token_type_ids"]), torch.tensor(labels)
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.precision)
+    net.train()
+    start = time.perf_counter()
+    for _ in range(args.epochs):
+        order = torch.randperm(len(rows))
+        for i in range(0, len(rows), 32):
+            idx = order[i:i + 32]
+            with torch.autocast("cuda", dtype=dtype, enabled=device.type == "cuda" and dtype is not None):
+                out = net(input_ids=ids[idx].to(device), attention_mask=mask[idx].to(device),
+                          token_type_ids=types[idx].to(device), labels=y[idx].to(device))
+            out.loss.backward()
+            torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    seconds = time.perf_counter() - start
+    return {"examples_per_s": round(len(rows) * args.epochs / seconds, 2), "steps": steps}
+
+
+def run_trainer(model: str, rows: list[dict], args, work: Path) -> dict:
+    if importlib.util.find_spec("accelerate") is None:
+        return {"skipped": "transformers.Trainer requires the accelerate package, which is not installed"}
+    from datasets import Dataset
+    from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments
+
+    enc, labels = _padded(model, rows)
+    data = Dataset.from_dict({**enc, "labels": labels})
+    torch.manual_seed(1)
+    net = AutoModelForSequenceClassification.from_pretrained(model, num_labels=len(LABELS))
+    training = TrainingArguments(
+        output_dir=str(work / "trainer"), per_device_train_batch_size=32, num_train_epochs=args.epochs,
+        learning_rate=5e-5, weight_decay=0.01, warmup_ratio=0.1, eval_strategy="no", save_strategy="no",
+        logging_strategy="no", report_to=[], seed=1, dataloader_num_workers=0,
+        bf16=args.precision == "bf16", fp16=args.precision == "fp16", use_cpu=not torch.cuda.is_available(),
+    )
+    result = Trainer(model=net, args=training, train_dataset=data).train()
+    return {"examples_per_s": round(result.metrics["train_samples_per_second"], 2), "steps": result.global_step}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--examples", type=int, default=2000)
+    parser.add_argument("--size", choices=sorted(SIZES), default="small")
+    parser.add_argument("--model", default=None, help="a checkpoint directory instead of a random BERT")
+    parser.add_argument("--epochs", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--precision", choices=["fp32", "bf16", "fp16"], default="fp32")
+    parser.add_argument("--out", default=str(ROOT / "benchmarks/results/bench_finetune.json"))
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    rows = chemprot_like(args.examples, seed=0)
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        model = args.model or str(make_model(work / "model", rows, args.size))
+        write_task(work / "task", rows)
+        results = {
+            "ours": run_ours(model, work / "task", work, args),
+            "padded-loop": run_padded_loop(model, rows, args, device),
+            "trainer": run_trainer(model, rows, args, work),
+        }
+    record = {
+        "task": "ChemProt-shaped relation classification, batch 32, max length 128",
+        "examples": args.examples, "epochs": args.epochs, "model": args.model or f"random BERT {args.size}",
+        "model_size": SIZES.get(args.size) if not args.model else None, "precision": args.precision,
+        "threads": args.threads, "device": torch.cuda.get_device_name(0) if device.type == "cuda" else platform.processor() or "cpu",
+        "results": results,
+    }
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(record, indent=2) + "\n")
+    print(yaml.safe_dump(record, sort_keys=False))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

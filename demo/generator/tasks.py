@@ -1,0 +1,432 @@
+"""Write the demo benchmark tasks: one task of every type, each in its real distribution format.
+
+Composed from ``lexicon.py`` and our own templates with fixed seeds. Labels follow patterns
+a tiny model can learn from a few hundred examples (trigger verbs, negations, shared
+entities), so the demo tables show learning rather than chance. Also writes the tasks'
+registry entries (with the sha256 of every file) for demo/config.yaml.
+
+Usage: python demo/generator/tasks.py --out demo/raw_source/tasks [--spec demo/generator/demo_tasks.yaml]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import io
+import json
+import random
+import re
+import tarfile
+from pathlib import Path
+
+import yaml
+
+import lexicon as lx
+
+SEED = 20240611
+SIZES = {"train": 300, "dev": 80, "test": 100}
+URL_ROOT = "raw_source/tasks"
+HALLMARKS = [
+    "activating invasion and metastasis", "avoiding immune destruction", "cellular energetics",
+    "enabling replicative immortality", "evading growth suppressors",
+    "genomic instability and mutation", "inducing angiogenesis", "resisting cell death",
+    "sustaining proliferative signaling", "tumor promoting inflammation",
+]
+_TOKEN = re.compile(r"\w+(?:[-']\w+)*|[^\w\s]")
+
+
+def _tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text)
+
+
+def _rng(task: str) -> random.Random:
+    return random.Random(f"{SEED}-{task}")
+
+
+# --------------------------------------------------------------------------- NER (CoNLL TSV)
+
+def _ner_sentence(rng: random.Random) -> list[tuple[str, bool]]:
+    """Segments (text, is_disease) of one sentence; chemicals and genes are distractors."""
+    d, d2 = rng.sample(lx.DISEASES, 2)
+    c, g, s = rng.choice(lx.CHEMICALS), rng.choice(lx.GENES), rng.choice(lx.SPECIES)
+    pop, organ = rng.choice(lx.POPULATIONS), rng.choice(lx.ORGANS)
+    n = rng.randint(12, 900)
+    templates = [
+        [("Patients with ", False), (d, True), (f" received {c} for {rng.randint(2, 24)} weeks .", False)],
+        [(f"{g} mutations were found in {n} cases of ", False), (d, True), (" .", False)],
+        [(f"Chronic exposure to {c} induced ", False), (d, True), (f" in {s} .", False)],
+        [("The risk of ", False), (d, True), (f" was higher among {pop} .", False)],
+        [(f"{c.capitalize()} reduced {g} expression in the {organ} .", False)],
+        [(f"Adverse events included ", False), (d, True), (" and ", False), (d2, True),
+         (f" after {c} therapy .", False)],
+        [("We studied ", False), (d, True), (f" in {n} {pop} .", False)],
+        [(f"Serum {c} levels did not differ between groups .", False)],
+        [(f"{g} and {rng.choice(lx.GENES)} regulate survival of {rng.choice(lx.CELLS)} .", False)],
+        [("A history of ", False), (d, True), (" predicted poor response to ", False),
+         (f"{c} .", False)],
+    ]
+    return rng.choice(templates)
+
+
+def demo_ner() -> dict[str, bytes]:
+    rng = _rng("ner")
+    files = {}
+    for split, fname in (("train", "train.tsv"), ("dev", "devel.tsv"), ("test", "test.tsv")):
+        lines = []
+        for _ in range(SIZES[split]):
+            for text, entity in _ner_sentence(rng):
+                for i, tok in enumerate(_tokens(text)):
+                    tag = ("B-Disease" if i == 0 else "I-Disease") if entity else "O"
+                    lines.append(f"{tok}\t{tag}")
+            lines.append("")
+        files[fname] = ("\n".join(lines) + "\n").encode()
+    return files
+
+
+# --------------------------------------------------------------------------- PICO (EBM-NLP 2.0 layout)
+
+def _pico_abstract(rng: random.Random) -> list[tuple[str, str]]:
+    pop, interv, outcome = rng.choice(lx.POPULATIONS), rng.choice(lx.INTERVENTIONS), rng.choice(lx.OUTCOMES)
+    outcome2 = rng.choice([o for o in lx.OUTCOMES if o != outcome])
+    n, weeks = rng.randint(40, 2400), rng.choice([6, 12, 24, 52])
+    first = rng.choice([
+        [(f"We randomly assigned {n} ", "O"), (pop, "PAR"), (" to ", "O"), (interv, "INT"),
+         (" or usual care .", "O")],
+        [("In this trial , ", "O"), (pop, "PAR"), (" received ", "O"), (interv, "INT"),
+         (f" for {weeks} weeks .", "O")],
+        [(f"A total of {n} ", "O"), (pop, "PAR"), (" were enrolled and treated with ", "O"),
+         (interv, "INT"), (" .", "O")],
+    ])
+    second = rng.choice([
+        [("The primary outcome was ", "O"), (outcome, "OUT"), (f" at {weeks} weeks .", "O")],
+        [("We measured ", "O"), (outcome, "OUT"), (" and ", "O"), (outcome2, "OUT"), (" .", "O")],
+        [(interv.capitalize(), "INT"), (" improved ", "O"), (outcome, "OUT"), (" compared with control .", "O")],
+    ])
+    third = rng.choice([
+        [("The study was approved by the ethics committee .", "O")],
+        [(f"Follow-up lasted {weeks} weeks .", "O")],
+        [("Adverse events were rare .", "O")],
+    ])
+    return first + second + third
+
+
+def _tar_gz(members: dict[str, bytes]) -> bytes:
+    """A byte-identical archive on every run: sorted members, fixed times and owners."""
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.USTAR_FORMAT) as tf:
+        dirs = sorted({str(Path(m).parents[i]) for m in members for i in range(len(Path(m).parts) - 1)})
+        for d in dirs:
+            info = tarfile.TarInfo(d)
+            info.type, info.mode, info.mtime = tarfile.DIRTYPE, 0o755, 0
+            tf.addfile(info)
+        for name in sorted(members):
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(members[name]), 0o644, 0
+            tf.addfile(info, io.BytesIO(members[name]))
+    out = io.BytesIO()
+    with gzip.GzipFile(fileobj=out, mode="wb", mtime=0, compresslevel=9) as gz:
+        gz.write(raw.getvalue())
+    return out.getvalue()
+
+
+def demo_pico() -> dict[str, bytes]:
+    rng = _rng("pico")
+    root = "ebm_nlp_demo"
+    members: dict[str, bytes] = {}
+    subsets = (("train", SIZES["train"] + SIZES["dev"]), ("test/gold", SIZES["test"]))
+    pmid = 39100000
+    for subset, count in subsets:
+        for _ in range(count):
+            pmid += 1
+            words, labels = [], []
+            for text, label in _pico_abstract(rng):
+                toks = _tokens(text)
+                words += toks
+                labels += [label] * len(toks)
+            members[f"{root}/documents/{pmid}.tokens"] = (" ".join(words) + "\n").encode()
+            members[f"{root}/documents/{pmid}.text"] = (" ".join(words) + "\n").encode()
+            for folder, short in (("participants", "PAR"), ("interventions", "INT"), ("outcomes", "OUT")):
+                ann = " ".join("1" if lab == short else "0" for lab in labels)
+                path = f"{root}/annotations/aggregated/starting_spans/{folder}/{subset}/{pmid}.AGGREGATED.ann"
+                members[path] = (ann + "\n").encode()
+    return {"ebm_nlp_demo.tar.gz": _tar_gz(members)}
+
+
+# --------------------------------------------------------------------------- relation (BLUE TSV)
+
+RE_TEMPLATES = {
+    "CPR:3": ["@CHEMICAL$ {up} the expression of @GENE$ in {cell} .",
+              "Treatment with @CHEMICAL$ {up} @GENE$ activity ."],
+    "CPR:4": ["@CHEMICAL$ {down} the expression of @GENE$ in {cell} .",
+              "@GENE$ activity was {down} by @CHEMICAL$ ."],
+    "CPR:5": ["@CHEMICAL$ is a potent agonist of @GENE$ .",
+              "@CHEMICAL$ activated @GENE$ receptors as a full agonist ."],
+    "CPR:6": ["@CHEMICAL$ acts as an antagonist of @GENE$ .",
+              "@CHEMICAL$ blocked @GENE$ signalling as a competitive antagonist ."],
+    "CPR:9": ["@CHEMICAL$ is metabolised by @GENE$ in the {organ} .",
+              "@GENE$ converts @CHEMICAL$ into an inactive metabolite ."],
+    "false": ["@CHEMICAL$ was given to patients whose @GENE$ status was unknown .",
+              "Levels of @GENE$ were measured before @CHEMICAL$ was started .",
+              "@CHEMICAL$ and @GENE$ were both reported in the {organ} of {species} ."],
+}
+RE_LABELS = ["CPR:3", "CPR:4", "CPR:5", "CPR:6", "CPR:9", "false"]
+
+
+def demo_re() -> dict[str, bytes]:
+    rng = _rng("re")
+    files = {}
+    pmid = 39200000
+    weights = [1, 1, 1, 1, 1, 2]  # the negative class is the most frequent, as in ChemProt
+    for split in ("train", "dev", "test"):
+        lines = ["index\tsentence\tlabel"]
+        for _ in range(SIZES[split]):
+            pmid += 1
+            label = rng.choices(RE_LABELS, weights)[0]
+            text = rng.choice(RE_TEMPLATES[label]).format(
+                up=rng.choice(lx.VERBS_INCREASE), down=rng.choice(lx.VERBS_DECREASE),
+                cell=rng.choice(lx.CELLS), organ=rng.choice(lx.ORGANS), species=rng.choice(lx.SPECIES),
+            )
+            lines.append(f"{pmid}.T1.T2\t{text}\t{label}")
+        files[f"{split}.tsv"] = ("\n".join(lines) + "\n").encode()
+    return files
+
+
+# --------------------------------------------------------------------------- similarity (BIOSSES, BLUE TSV)
+
+def _sts_clinical(rng: random.Random, d: str, c: str, g: str) -> str:
+    return rng.choice([
+        f"{c.capitalize()} {rng.choice(lx.VERBS_DECREASE)} {g} expression in patients with {d}.",
+        f"In {d}, treatment with {c} lowered the levels of {g}.",
+        f"{g} levels fell after {c} therapy in {d}.",
+        f"Patients with {d} given {c} showed less {g} activity.",
+    ])
+
+
+def _sts_basic_science(rng: random.Random) -> str:
+    return rng.choice([
+        f"{rng.choice(lx.CELLS).capitalize()} from {rng.choice(lx.SPECIES)} were cultured for {rng.randint(2, 9)} days.",
+        f"The {rng.choice(lx.ORGANS)} of {rng.choice(lx.SPECIES)} was imaged by electron microscopy.",
+        f"Genome sequencing of {rng.choice(lx.SPECIES)} revealed {rng.randint(3, 90)} new loci.",
+    ])
+
+
+def demo_sts() -> dict[str, bytes]:
+    """Pairs whose similarity grows with what they share: a paraphrase about the same disease,
+    drug and gene scores near 4; a sentence about another field scores near 0."""
+    rng = _rng("sts")
+    files = {}
+    header = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore"
+    index = 0
+    for split in ("train", "dev", "test"):
+        lines = [header]
+        for _ in range(SIZES[split]):
+            d, c, g = rng.choice(lx.DISEASES), rng.choice(lx.CHEMICALS), rng.choice(lx.GENES)
+            shared = rng.randint(0, 3)
+            if shared == 0:
+                s2 = _sts_basic_science(rng)
+            else:
+                c2 = c if shared >= 2 else rng.choice([x for x in lx.CHEMICALS if x != c])
+                g2 = g if shared == 3 else rng.choice([x for x in lx.GENES if x != g])
+                s2 = _sts_clinical(rng, d, c2, g2)
+            # Five annotators score 0-4; the gold score is their mean, so a multiple of 0.2.
+            votes = [min(4, max(0, round(shared * 4 / 3 + rng.gauss(0, 0.5)))) for _ in range(5)]
+            score = sum(votes) / 5
+            s1 = _sts_clinical(rng, d, c, g)
+            lines.append(f"{index}\tmsrpar\tbiosses-demo\t2017\t{index}\tpubmed\tpubmed\t{s1}\t{s2}\t{score:.1f}")
+            index += 1
+        files[f"{split}.tsv"] = ("\n".join(lines) + "\n").encode()
+    return files
+
+
+# --------------------------------------------------------------------------- document classification (HoC)
+
+HOC_TRIGGERS = {
+    "activating invasion and metastasis": "{g} promoted invasion and distant metastasis of tumour cells .",
+    "avoiding immune destruction": "Tumour cells escaped immune surveillance by cytotoxic T cells .",
+    "cellular energetics": "{g} switched tumour metabolism towards aerobic glycolysis .",
+    "enabling replicative immortality": "Telomerase activity allowed unlimited replication of tumour cells .",
+    "evading growth suppressors": "Loss of {g} released cells from growth suppression .",
+    "genomic instability and mutation": "Defective DNA repair caused genomic instability in {g}-mutant tumours .",
+    "inducing angiogenesis": "{g} induced angiogenesis and new vessel formation in the tumour .",
+    "resisting cell death": "{c} failed to trigger apoptosis because {g} blocked cell death .",
+    "sustaining proliferative signaling": "{g} signalling sustained proliferation of cancer cells .",
+    "tumor promoting inflammation": "Inflammatory cytokines such as {g} promoted tumour growth .",
+}
+HOC_NEUTRAL = [
+    "We analysed samples from {n} patients with {d} .",
+    "{c} was administered at a dose of {n} mg .",
+    "The study was conducted in the {o} of {s} .",
+    "Expression of {g} was measured by quantitative PCR .",
+]
+
+
+def demo_hoc() -> dict[str, bytes]:
+    rng = _rng("hoc")
+    files = {}
+    doc = 39300000
+    for split in ("train", "dev", "test"):
+        lines = ["labels\tsentence\tindex"]
+        for _ in range(SIZES[split]):
+            doc += 1
+            hallmarks = rng.sample(HALLMARKS, rng.choice([0, 2, 3, 4, 5, 6]))
+            sentences = [(rng.choice(HOC_NEUTRAL), None)] + [(HOC_TRIGGERS[h], h) for h in hallmarks]
+            rng.shuffle(sentences)
+            for s_no, (template, hallmark) in enumerate(sentences):
+                text = template.format(g=rng.choice(lx.GENES), c=rng.choice(lx.CHEMICALS),
+                                       d=rng.choice(lx.DISEASES), n=rng.randint(10, 500),
+                                       o=rng.choice(lx.ORGANS), s=rng.choice(lx.SPECIES))
+                flags = ",".join(f"{k}_{int(HALLMARKS[k] == hallmark)}" for k in range(len(HALLMARKS)))
+                lines.append(f"{flags}\t{text}\t{doc}_s{s_no}")
+        files[f"{split}.tsv"] = ("\n".join(lines) + "\n").encode()
+    return files
+
+
+# --------------------------------------------------------------------------- QA (PubMedQA JSON)
+
+def demo_pubmedqa() -> dict[str, bytes]:
+    rng = _rng("pubmedqa")
+    files = {}
+    pmid = 39400000
+    for split in ("train", "dev", "test"):
+        data = {}
+        for _ in range(SIZES[split]):
+            pmid += 1
+            interv, outcome, pop = rng.choice(lx.INTERVENTIONS), rng.choice(lx.OUTCOMES), rng.choice(lx.POPULATIONS)
+            label = rng.choices(["yes", "no", "maybe"], [5, 3, 2])[0]
+            finding = {
+                "yes": f"{interv.capitalize()} significantly improved {outcome} compared with control (P < 0.01).",
+                "no": f"{interv.capitalize()} had no effect on {outcome}; the groups did not differ.",
+                "maybe": f"{interv.capitalize()} showed a trend towards better {outcome}, but the evidence was inconclusive.",
+            }[label]
+            contexts = [
+                f"We enrolled {rng.randint(40, 900)} {pop} in a randomised trial.",
+                finding,
+            ]
+            data[str(pmid)] = {
+                "QUESTION": f"Does {interv} improve {outcome} in {pop}?",
+                "CONTEXTS": contexts,
+                "LABELS": ["METHODS", "RESULTS"],
+                "MESHES": ["Humans", "Randomized Controlled Trials as Topic"],
+                "YEAR": str(rng.randint(2005, 2023)),
+                "reasoning_required_pred": label,
+                "reasoning_free_pred": label,
+                "final_decision": label,
+                "LONG_ANSWER": finding,
+            }
+        files[f"pqal_{split}_set.json"] = (json.dumps(data) + "\n").encode()
+    return files
+
+
+# --------------------------------------------------------------------------- NLI (MedNLI JSONL)
+
+def demo_nli() -> dict[str, bytes]:
+    rng = _rng("nli")
+    files = {}
+    pair = 0
+    names = {"train": "mli_train_v1.jsonl", "dev": "mli_dev_v1.jsonl", "test": "mli_test_v1.jsonl"}
+    for split in ("train", "dev", "test"):
+        lines = []
+        for _ in range(SIZES[split]):
+            pair += 1
+            d, c = rng.choice(lx.DISEASES), rng.choice(lx.CHEMICALS)
+            other = rng.choice([x for x in lx.DISEASES if x != d])
+            premise = rng.choice([
+                f"Patient has a history of {d} treated with {c}.",
+                f"He was admitted with an exacerbation of {d} and started on {c}.",
+                f"Known {d}, currently on {c} at home.",
+            ])
+            label = rng.choice(["entailment", "contradiction", "neutral"])
+            hypothesis = {
+                "entailment": rng.choice([f"The patient has {d}.", f"Patient is taking {c}."]),
+                "contradiction": rng.choice([f"The patient has never had {d}.", f"Patient denies any {d}."]),
+                "neutral": rng.choice([f"The patient also has {other}.", f"Patient's {d} started in childhood."]),
+            }[label]
+            lines.append(json.dumps({
+                "sentence1": premise, "sentence2": hypothesis, "gold_label": label,
+                "pairID": f"demo-{pair}",
+            }))
+        files[names[split]] = ("\n".join(lines) + "\n").encode()
+    return files
+
+
+# --------------------------------------------------------------------------- registry entries
+
+def _entry(name, display, type_, domain, fmt, files, splits, metric, labels, **extra):
+    return {
+        "name": name, "display": display, "type": type_, "domain": domain, "format": fmt,
+        "source": {"files": {f: {"url": f"{URL_ROOT}/{name}/{f}", "sha256": hashlib.sha256(data).hexdigest()}
+                             for f, data in sorted(files.items())}},
+        "splits": splits, "metric": metric, "labels": labels, **extra,
+    }
+
+
+def generate() -> tuple[dict[str, bytes], dict]:
+    """All demo task files (path under the output folder -> bytes) and their registry entries."""
+    tasks = {
+        "demo-ner": demo_ner(), "demo-pico": demo_pico(), "demo-re": demo_re(), "demo-sts": demo_sts(),
+        "demo-hoc": demo_hoc(), "demo-pubmedqa": demo_pubmedqa(), "demo-nli": demo_nli(),
+    }
+    # Sized for a 2-layer, hidden-64 model on CPU: a few epochs at a high learning rate.
+    small = {"batch_size": 16, "lr": 1.0e-3, "epochs": 5, "eval_every": 0, "patience": 0}
+    counts = {s: SIZES[s] for s in SIZES}
+    specs = {
+        "demo-ner": _entry(
+            "demo-ner", "Demo NER", "ner", "pubmed", "conll", tasks["demo-ner"],
+            {"train": "train.tsv", "dev": "devel.tsv", "test": "test.tsv"}, "entity_f1_strict",
+            ["O", "B-Disease", "I-Disease"], max_length=64, expected_counts=counts, hyper=small),
+        "demo-pico": _entry(
+            "demo-pico", "Demo PICO", "pico", "pubmed", "ebm_nlp", tasks["demo-pico"],
+            {"train": "ebm_nlp_demo.tar.gz/ebm_nlp_demo#train",
+             "dev": f"holdout:{SIZES['dev']}:ebm_nlp_demo.tar.gz/ebm_nlp_demo#train",
+             "test": "ebm_nlp_demo.tar.gz/ebm_nlp_demo#test/gold"},
+            "word_macro_f1", ["O", "PAR", "INT", "OUT"], negative_label="O", max_length=96,
+            expected_counts=counts, hyper=small),
+        "demo-re": _entry(
+            "demo-re", "Demo RE", "relation", "pubmed", "blue_tsv", tasks["demo-re"],
+            {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"}, "micro_f1_excl_negative",
+            RE_LABELS, negative_label="false", max_length=64, expected_counts=counts,
+            hyper={**small, "epochs": 8}),
+        "demo-sts": _entry(
+            "demo-sts", "Demo STS", "similarity", "pubmed", "biosses", tasks["demo-sts"],
+            {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"}, "pearson", [],
+            max_length=96, expected_counts=counts, hyper=small),
+        "demo-hoc": _entry(
+            "demo-hoc", "Demo HoC", "doc_classification", "pubmed", "hoc", tasks["demo-hoc"],
+            {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"}, "label_macro_f1",
+            HALLMARKS, max_length=128, expected_counts=counts, hyper={**small, "epochs": 10, "lr": 2.0e-3}),
+        "demo-pubmedqa": _entry(
+            "demo-pubmedqa", "Demo PubMedQA", "qa", "pubmed", "pubmedqa", tasks["demo-pubmedqa"],
+            {"train": "pqal_train_set.json", "dev": "pqal_dev_set.json", "test": "pqal_test_set.json"},
+            "accuracy", ["yes", "no", "maybe"], max_length=96, expected_counts=counts, hyper=small),
+        "demo-nli": _entry(
+            "demo-nli", "Demo MedNLI", "nli", "clinical", "mednli", tasks["demo-nli"],
+            {"train": "mli_train_v1.jsonl", "dev": "mli_dev_v1.jsonl", "test": "mli_test_v1.jsonl"},
+            "accuracy", ["entailment", "contradiction", "neutral"], max_length=64,
+            expected_counts=counts, hyper=small),
+    }
+    files = {f"{task}/{name}": data for task, fs in tasks.items() for name, data in fs.items()}
+    return files, specs
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", required=True, type=Path, help="output folder (demo/raw_source/tasks)")
+    ap.add_argument("--spec", type=Path, help="also write the registry entries here (demo_tasks.yaml)")
+    args = ap.parse_args()
+    files, specs = generate()
+    for name, data in files.items():
+        path = args.out / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    if args.spec:
+        args.spec.write_text(
+            "# Registry entries of the demo tasks, written by demo/generator/tasks.py; paste under\n"
+            "# tasks: in demo/config.yaml. urls are relative to the demo run directory.\n"
+            + yaml.safe_dump(specs, sort_keys=False, allow_unicode=True),
+            encoding="utf-8",
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,157 @@
+import functools
+import re
+import sys
+
+from workflow_scripts.config import plan
+from workflow_scripts.config.validate import load_config
+from workflow_scripts.errors import PipelineError
+from workflow_scripts.atomic import write_yaml
+
+try:
+    STUDY = load_config(config, workflow.source_path("../schemas/config.schema.yaml"))
+except PipelineError as exc:
+    sys.exit(f"error: config: {exc}")
+
+CORPORA = list(STUDY.corpora)
+TEXT_CORPORA = [c for c, e in STUDY.corpora.items() if e.type == "text"]
+PARSED_CORPORA = [c for c in CORPORA if c not in TEXT_CORPORA]
+VOCABS = list(STUDY.vocabularies)
+MODELS = list(STUDY.models)
+TASKS = list(STUDY.resolved_tasks)
+PRETRAINED = [m for m, e in STUDY.models.items() if e.kind == "pretrain"]
+DISTILLED = [m for m, e in STUDY.models.items() if e.kind == "distill"]
+EVALUATED = plan.evaluated_models(STUDY)
+TABLE_NAMES = ["medians", "groups", "blurb"]
+TABLES = expand(
+    "results/tables/{table}.{ext}", table=TABLE_NAMES, ext=["csv", "md", "tex"]
+) + ["results/tables/spread.csv", "results/tables/comparisons.csv"]
+PLOTS = expand(
+    "results/tables/{plot}.png",
+    plot=["scores", "pretrain_loss", "vocab_fragmentation"],
+)
+CONDA_ENV = "../envs/pipeline.yaml"
+CONDA_ENV_GPU = "../envs/pipeline-gpu.yaml"
+
+
+def _names(items):
+    return "|".join(re.escape(i) for i in items) or "^$"
+
+
+wildcard_constraints:
+    corpus=_names(CORPORA),
+    vocab=_names(VOCABS),
+    model=_names(MODELS),
+    task=_names(TASKS),
+    fold=r"\d+",
+    seed=r"\d+",
+    file=r"[^/]+",
+
+
+# Input and params functions run once per job while the DAG is built (thousands of jobs
+# in the full study): memoise what they derive from the config.
+corpus_files = functools.cache(lambda corpus: plan.corpus_files(STUDY, corpus))
+fetch_table = functools.cache(lambda corpus: plan.fetch_table(STUDY, corpus))
+finetune_settings = functools.cache(
+    lambda model, task: plan.finetune_settings(STUDY, model, task)
+)
+model_marker = functools.cache(lambda model: plan.model_marker(STUDY, model))
+model_dir = functools.cache(lambda model: plan.model_dir(STUDY, model))
+
+
+def write_settings(path, settings):
+    """Resolved settings of one step, written by a local rule so params are tracked."""
+    write_yaml(path, settings)
+
+
+def launcher(resources):
+    """torchrun across the GPUs (and nodes) of the allocation, plain python otherwise."""
+    gpus = int(getattr(resources, "gpu", 0) or 0)
+    nodes = int(getattr(resources, "nodes", 1) or 1)
+    if gpus <= 1 and nodes <= 1:
+        return "python"
+    return (
+        f"torchrun --nnodes {nodes} --nproc-per-node {max(gpus, 1)} "
+        "--rdzv-backend c10d --rdzv-endpoint ${SLURM_LAUNCH_NODE_IPADDR:-localhost}:29500 "
+        "--rdzv-id ${SLURM_JOB_ID:-local}"
+    )
+
+
+def parsed_inputs(wildcards):
+    return [
+        plan.parsed_path(wildcards.corpus, f.name)
+        for f in corpus_files(wildcards.corpus)
+    ]
+
+
+def decontamination_inputs(wildcards):
+    return [
+        f"{plan.task_dir(t)}/data_card.json"
+        for t in STUDY.corpora[wildcards.corpus].decontaminate
+    ]
+
+
+def corpus_markers(corpora):
+    return [f"{plan.corpus_dir(c)}/stats.json" for c in corpora]
+
+
+def model_inputs(wildcards):
+    m = STUDY.models[wildcards.model]
+    inputs = corpus_markers(m.corpora) + plan.tokenizer_marker(STUDY, wildcards.model)
+    for parent in (m.init, m.teacher):
+        if parent:
+            inputs += plan.model_marker(STUDY, parent)
+    return inputs
+
+
+def ner_task_inputs(wildcards):
+    return [
+        f"{plan.task_dir(t)}/data_card.json"
+        for t, rt in STUDY.resolved_tasks.items()
+        if rt.spec.type in ("ner", "pico")
+    ]
+
+
+def compare_args(wildcards):
+    args = []
+    for other in STUDY.vocabularies[wildcards.vocab].compare:
+        path = (
+            plan.vocab_dir(other)
+            if other in STUDY.vocabularies
+            else plan.model_dir(STUDY, other)
+        )
+        args.append(f"--compare {other}={path}")
+    return " ".join(args)
+
+
+def compare_inputs(wildcards):
+    inputs = []
+    for other in STUDY.vocabularies[wildcards.vocab].compare:
+        if other in STUDY.vocabularies:
+            inputs.append(f"{plan.vocab_dir(other)}/tokenizer_config.json")
+        else:
+            inputs += plan.model_marker(STUDY, other)
+    return inputs
+
+
+def task_raw_inputs(wildcards):
+    return [
+        f"results/raw/tasks/{wildcards.task}/{name}"
+        for name in plan.task_files(STUDY, wildcards.task)
+    ]
+
+
+def all_run_metrics():
+    return [
+        f"{plan.run_dir(m, t, f, s)}/metrics.json"
+        for m, t, f, s in plan.finetune_runs(STUDY)
+    ]
+
+
+def selection_run(wildcards):
+    """GAD/EU-ADR: the other folds train as many steps as chosen on the selection fold."""
+    spec = STUDY.resolved_tasks[wildcards.task].spec
+    if spec.selection_fold is None or int(wildcards.fold) == spec.selection_fold:
+        return []
+    return [
+        f"{plan.run_dir(wildcards.model, wildcards.task, spec.selection_fold, wildcards.seed)}/metrics.json"
+    ]

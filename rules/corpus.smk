@@ -1,0 +1,74 @@
+localrules:
+    corpus_settings,
+
+
+rule corpus_settings:
+    output:
+        "results/configs/corpus/{corpus}.yaml",
+    log:
+        "results/logs/corpus_settings/{corpus}.log",
+    params:
+        settings=lambda wildcards: plan.corpus_settings(STUDY, wildcards.corpus),
+    run:
+        write_settings(output[0], params.settings)
+
+
+rule parse_corpus_file:
+    input:
+        raw="results/raw/{corpus}/{file}",
+        settings="results/configs/corpus/{corpus}.yaml",
+    output:
+        parsed="results/parsed/{corpus}/{file}.parquet",
+        provenance="results/parsed/{corpus}/{file}.parquet.provenance.json",
+    log:
+        "results/logs/parse/{corpus}/{file}.log",
+    conda:
+        CONDA_ENV
+    shell:
+        "python -m workflow_scripts.corpus.parse --settings {input.settings}"
+        " --in {input.raw} --out {output.parsed} 2> {log}"
+
+
+rule build_corpus:
+    wildcard_constraints:
+        corpus=_names(PARSED_CORPORA),
+    input:
+        parsed=parsed_inputs,
+        settings="results/configs/corpus/{corpus}.yaml",
+        tasks=decontamination_inputs,
+    output:
+        stats="results/corpus/{corpus}/stats.json",
+        provenance="results/corpus/{corpus}/provenance.json",
+    log:
+        "results/logs/build_corpus/{corpus}.log",
+    benchmark:
+        "results/benchmarks/build_corpus/{corpus}.tsv"
+    conda:
+        CONDA_ENV
+    params:
+        decontaminate=lambda wildcards, input: " ".join(
+            f"--decontaminate {os.path.dirname(p)}" for p in input.tasks
+        ),
+    shell:
+        "python -m workflow_scripts.corpus.build --settings {input.settings}"
+        " --in {input.parsed} {params.decontaminate}"
+        " --out results/corpus/{wildcards.corpus} 2> {log}"
+
+
+rule build_text_corpus:
+    wildcard_constraints:
+        corpus=_names(TEXT_CORPORA),
+    input:
+        raw=lambda wildcards: plan.raw_path(
+            wildcards.corpus, STUDY.corpora[wildcards.corpus].source.files[0]
+        ),
+    output:
+        stats="results/corpus/{corpus}/stats.json",
+        provenance="results/corpus/{corpus}/provenance.json",
+    log:
+        "results/logs/build_corpus/{corpus}.log",
+    conda:
+        CONDA_ENV
+    shell:
+        "python -m workflow_scripts.vocab.text_corpus --in {input.raw}"
+        " --name {wildcards.corpus} --out results/corpus/{wildcards.corpus} 2> {log}"

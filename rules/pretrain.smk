@@ -1,0 +1,43 @@
+localrules:
+    model_settings,
+
+
+rule model_settings:
+    output:
+        "results/configs/models/{model}.yaml",
+    log:
+        "results/logs/model_settings/{model}.log",
+    params:
+        settings=lambda wildcards: plan.model_settings(STUDY, wildcards.model),
+    run:
+        write_settings(output[0], params.settings)
+
+
+# Only the final files are declared: Snakemake deletes declared outputs before a rerun,
+# and training_state/ beside them must survive so that a rerun resumes.
+rule pretrain:
+    input:
+        settings="results/configs/models/{model}.yaml",
+        upstream=model_inputs,
+    output:
+        model=protected("results/pretrain/{model}/model.safetensors"),
+        config="results/pretrain/{model}/config.json",
+        provenance="results/pretrain/{model}/provenance.json",
+    log:
+        "results/logs/pretrain/{model}.log",
+    benchmark:
+        "results/benchmarks/pretrain/{model}.tsv"
+    conda:
+        CONDA_ENV_GPU
+    resources:
+        gpu=0,
+        nodes=1,
+    params:
+        launch=lambda wildcards, resources: launcher(resources),
+        corpora=lambda wildcards: plan.corpus_args(
+            STUDY.models[wildcards.model].corpora
+        ),
+        source=lambda wildcards: plan.model_source_args(STUDY, wildcards.model),
+    shell:
+        "{params.launch} -m workflow_scripts.pretrain.train --settings {input.settings}"
+        " {params.corpora} {params.source} --out results/pretrain/{wildcards.model} 2> {log}"

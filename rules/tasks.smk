@@ -1,0 +1,29 @@
+localrules:
+    task_settings,
+
+
+rule task_settings:
+    output:
+        "results/configs/tasks/{task}.yaml",
+    log:
+        "results/logs/task_settings/{task}.log",
+    params:
+        settings=lambda wildcards: plan.task_settings(STUDY, wildcards.task),
+    run:
+        write_settings(output[0], params.settings)
+
+
+rule prepare_task:
+    input:
+        settings="results/configs/tasks/{task}.yaml",
+        raw=task_raw_inputs,
+    output:
+        card="results/tasks/{task}/data_card.json",
+        provenance="results/tasks/{task}/provenance.json",
+    log:
+        "results/logs/prepare_task/{task}.log",
+    conda:
+        CONDA_ENV
+    shell:
+        "python -m workflow_scripts.tasks.prepare --settings {input.settings}"
+        " --raw results/raw/tasks/{wildcards.task} --out results/tasks/{wildcards.task} 2> {log}"

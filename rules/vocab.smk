@@ -1,0 +1,58 @@
+localrules:
+    vocab_settings,
+
+
+rule vocab_settings:
+    output:
+        "results/configs/vocab/{vocab}.yaml",
+    log:
+        "results/logs/vocab_settings/{vocab}.log",
+    params:
+        settings=lambda wildcards: plan.vocab_settings(STUDY, wildcards.vocab),
+    run:
+        write_settings(output[0], params.settings)
+
+
+rule train_vocab:
+    input:
+        settings="results/configs/vocab/{vocab}.yaml",
+        corpora=lambda wildcards: corpus_markers(
+            STUDY.vocabularies[wildcards.vocab].corpora
+        ),
+    output:
+        tokenizer="results/vocab/{vocab}/tokenizer_config.json",
+        provenance="results/vocab/{vocab}/provenance.json",
+    log:
+        "results/logs/train_vocab/{vocab}.log",
+    benchmark:
+        "results/benchmarks/train_vocab/{vocab}.tsv"
+    conda:
+        CONDA_ENV
+    params:
+        corpora=lambda wildcards: plan.corpus_args(
+            STUDY.vocabularies[wildcards.vocab].corpora
+        ),
+    shell:
+        "python -m workflow_scripts.vocab.train --settings {input.settings}"
+        " {params.corpora} --out results/vocab/{wildcards.vocab} 2> {log}"
+
+
+rule vocab_diagnostics:
+    input:
+        tokenizer="results/vocab/{vocab}/tokenizer_config.json",
+        tasks=ner_task_inputs,
+        compare=compare_inputs,
+    output:
+        "results/vocab/{vocab}/diagnostics.json",
+    log:
+        "results/logs/vocab_diagnostics/{vocab}.log",
+    conda:
+        CONDA_ENV
+    params:
+        tasks=lambda wildcards, input: " ".join(
+            f"--task-dir {os.path.dirname(p)}" for p in input.tasks
+        ),
+        compare=compare_args,
+    shell:
+        "python -m workflow_scripts.vocab.diagnostics --vocab results/vocab/{wildcards.vocab}"
+        " --name {wildcards.vocab} {params.tasks} {params.compare} --out {output} 2> {log}"

@@ -1,0 +1,174 @@
+"""The study config: typed parsing, cross-references, the generated schema and the envs."""
+
+from __future__ import annotations
+
+import copy
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Optional
+
+import pytest
+import yaml
+
+from workflow_scripts.config import parse
+from workflow_scripts.config import schema as schema_mod
+from workflow_scripts.config.plan import corpus_files, fetch_table, finetune_runs
+from workflow_scripts.config.validate import load_config
+from workflow_scripts.errors import PipelineError
+
+ROOT = Path(__file__).resolve().parents[2]
+SCHEMA = ROOT / "schemas" / "config.schema.yaml"
+
+
+def full_config() -> dict:
+    return yaml.safe_load((ROOT / "config.yaml").read_text())
+
+
+def demo_config() -> dict:
+    return yaml.safe_load((ROOT / "demo" / "config.yaml").read_text())
+
+
+@dataclass
+class Inner:
+    rate: float = field(default=0.1, metadata={"help": "a rate"})
+
+
+@dataclass
+class Outer:
+    name: str = field(metadata={"help": "required"})
+    mode: Literal["a", "b"] = field(default="a", metadata={"help": "mode"})
+    sizes: list[int] = field(default_factory=list, metadata={"help": "sizes"})
+    inner: Inner = field(default_factory=Inner, metadata={"help": "inner"})
+    maybe: Optional[int] = field(default=None, metadata={"help": "optional"})
+
+
+def test_parse_builds_nested_dataclasses():
+    obj = parse(Outer, {"name": "x", "mode": "b", "sizes": [1, 2], "inner": {"rate": 1}}, "cfg")
+    assert obj.inner.rate == 1.0 and obj.sizes == [1, 2] and obj.mode == "b" and obj.maybe is None
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"name": "x", "colour": 1}, "cfg: unknown key 'colour'"),
+        ({"mode": "a"}, "cfg.name: required key is missing"),
+        ({"name": "x", "mode": "c"}, "cfg.mode: 'c' is not one of 'a', 'b'"),
+        ({"name": "x", "sizes": [1, "two"]}, "cfg.sizes[1]: expected an integer"),
+        ({"name": "x", "inner": {"rate": "fast"}}, "cfg.inner.rate: expected a number"),
+        ({"name": "x", "maybe": True}, "cfg.maybe"),
+    ],
+)
+def test_parse_errors_name_the_key(data, message):
+    with pytest.raises(PipelineError) as err:
+        parse(Outer, data, "cfg")
+    assert message in str(err.value)
+
+
+def test_full_study_config_is_valid_and_complete():
+    study = load_config(full_config(), SCHEMA)
+    assert {"pubmed", "pmc", "mimic"} <= set(study.corpora)
+    assert len(study.resolved_tasks) == 22
+    kinds = {m.kind for m in study.models.values()}
+    assert kinds == {"pretrain", "distill", "external"}
+    algorithms = {v.train.algorithm for v in study.vocabularies.values()}
+    assert algorithms == {"bpe", "wordpiece", "sentencepiece_unigram", "sentencepiece_bpe"}
+    pubmed = corpus_files(study, "pubmed")
+    assert pubmed[0].name == "pubmed25n0001.xml.gz"
+    assert pubmed[0].url == "https://ftp.ncbi.nlm.nih.gov/pubmed/baseline/pubmed25n0001.xml.gz"
+    assert pubmed[1274].url.endswith("/updatefiles/pubmed25n1275.xml.gz")
+    assert "--md5-url" in fetch_table(study, "pubmed")["pubmed25n0001.xml.gz"]
+    seeds = {t: rt.seeds for t, rt in study.resolved_tasks.items()}
+    assert len(seeds["biosses"]) == 10 and len(seeds["ncbi-disease"]) == 5
+    folds = {t for t, rt in study.resolved_tasks.items() if len(rt.folds) == 10}
+    assert folds == {"gad", "euadr"}
+
+
+def test_demo_config_is_valid():
+    study = load_config(demo_config(), SCHEMA)
+    types = {rt.spec.type for rt in study.resolved_tasks.values()}
+    assert types == {"ner", "pico", "relation", "similarity", "doc_classification", "qa", "nli"}
+    assert len(list(finetune_runs(study))) == len(study.models) * len(study.resolved_tasks) * 3 - (
+        sum(1 for m in study.models.values() if not m.evaluate) * len(study.resolved_tasks) * 3
+    )
+
+
+def _bad(mutate) -> str:
+    cfg = full_config()
+    mutate(cfg)
+    with pytest.raises(PipelineError) as err:
+        load_config(cfg, SCHEMA)
+    return str(err.value)
+
+
+def test_unknown_key_is_named():
+    msg = _bad(lambda c: c["models"]["ours-base-pm-voc"].update(colour="blue"))
+    assert "models.ours-base-pm-voc" in msg and "colour" in msg
+
+
+def test_wrong_type_is_named():
+    msg = _bad(lambda c: c["corpora"]["pubmed"].update(shards="many"))
+    assert "corpora.pubmed.shards" in msg
+
+
+def test_missing_vocabulary_is_named():
+    msg = _bad(lambda c: c["models"]["ours-base-pm-voc"].update(vocab="no-such-vocab"))
+    assert msg.startswith("models.ours-base-pm-voc.vocab: 'no-such-vocab' is not a vocabulary")
+
+
+def test_missing_teacher_and_corpus_are_named():
+    assert "models.ours-distilled-align.teacher" in _bad(
+        lambda c: c["models"]["ours-distilled-align"].update(teacher="nobody")
+    )
+    assert "vocabularies.pm-bpe50k.corpora[0]" in _bad(
+        lambda c: c["vocabularies"]["pm-bpe50k"].update(corpora=["wikipedia"])
+    )
+
+
+def test_task_with_bad_seeds_is_named():
+    assert "tasks.biosses.seeds" in _bad(lambda c: c["tasks"]["biosses"].update(seeds=[1, 1]))
+
+
+def test_init_cycle_is_refused():
+    def cycle(c):
+        c["models"]["roberta-base"] = {
+            "kind": "pretrain",
+            "init": "ours-base-pm",
+            "corpora": ["pubmed"],
+        }
+
+    assert "cycle" in _bad(cycle)
+
+
+def test_schema_file_is_generated_from_the_dataclasses():
+    assert SCHEMA.read_text() == schema_mod.render(), (
+        "schemas/config.schema.yaml is stale: run `make schema`"
+    )
+
+
+def _pins(lines) -> dict[str, str]:
+    pins = {}
+    for line in lines:
+        m = re.match(r"^\s*([A-Za-z0-9_.\-]+)==([^\s;]+)", line)
+        if m:
+            pins[m.group(1).lower().replace("_", "-")] = m.group(2)
+    return pins
+
+
+@pytest.mark.parametrize("env", ["pipeline.yaml", "pipeline-gpu.yaml"])
+def test_conda_envs_pin_what_pyproject_pins(env):
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    wanted = _pins(project["dependencies"])
+    data = yaml.safe_load((ROOT / "envs" / env).read_text())
+    pip = next(d["pip"] for d in data["dependencies"] if isinstance(d, dict) and "pip" in d)
+    assert _pins(pip) == wanted
+    python = next(d for d in data["dependencies"] if isinstance(d, str) and d.startswith("python="))
+    assert python == "python=3.11"
+
+
+def test_resolved_settings_do_not_alias_config():
+    cfg = full_config()
+    before = copy.deepcopy(cfg)
+    load_config(cfg, SCHEMA)
+    assert cfg == before

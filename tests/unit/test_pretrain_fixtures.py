@@ -1,0 +1,107 @@
+"""Small corpora, tokenizers and settings for the pretraining and distillation tests.
+
+Loaded by path from the other test modules (``load_fixtures()``), since tests run with
+``--import-mode=importlib`` and the name ``tests`` belongs to another package.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import yaml
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+from transformers import PreTrainedTokenizerFast
+
+DRUGS = ["metformin", "insulin", "aspirin", "warfarin", "cisplatin", "tamoxifen", "heparin", "lisinopril"]
+DISEASES = ["hypertension", "asthma", "diabetes", "sepsis", "pneumonia", "melanoma", "cirrhosis", "epilepsy"]
+GENES = ["BRCA1", "TP53", "EGFR", "KRAS", "BRAF", "PTEN", "MYC", "STAT3"]
+ORGANS = ["liver", "kidney", "heart", "lung", "brain", "pancreas"]
+TEMPLATES = [
+    "Treatment with {drug} reduced {disease} in patients.",
+    "Expression of {gene} was increased in the {organ} of mice with {disease}.",
+    "We studied {drug} in patients with {disease} and measured {gene} levels.",
+    "Mutations in {gene} are associated with {disease} of the {organ}.",
+    "The {organ} responded to {drug} within two weeks.",
+]
+
+
+def sentences(n: int, seed: int = 0) -> list[str]:
+    rng = random.Random(seed)
+    return [
+        rng.choice(TEMPLATES).format(drug=rng.choice(DRUGS), disease=rng.choice(DISEASES), gene=rng.choice(GENES), organ=rng.choice(ORGANS))
+        for _ in range(n)
+    ]
+
+
+def documents(n_docs: int, seed: int = 0) -> list[str]:
+    rng = random.Random(seed)
+    sents = sentences(n_docs * 6, seed)
+    return [" ".join(sents[i * 6: i * 6 + rng.randint(2, 6)]) for i in range(n_docs)]
+
+
+def make_corpus(directory: Path, n_docs: int = 300, seed: int = 0, shards: int = 2) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    docs = documents(n_docs, seed)
+    per = (len(docs) + shards - 1) // shards
+    for k in range(shards):
+        chunk = docs[k * per:(k + 1) * per]
+        table = pa.table({"id": [f"doc{seed}-{k}-{i}" for i in range(len(chunk))], "source": ["test"] * len(chunk), "text": chunk})
+        pq.write_table(table, directory / f"shard~{k}.parquet")
+    (directory / "stats.json").write_text(json.dumps({"documents": len(docs)}))
+    (directory / "provenance.json").write_text(json.dumps({"step": "test-corpus", "seed": seed, "restricted": False}))
+    return directory
+
+
+def _save(tok: Tokenizer, directory: Path, **special) -> Path:
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, **special)
+    fast.save_pretrained(directory)
+    return directory
+
+
+def make_wordpiece(directory: Path, texts: list[str], vocab_size: int = 200) -> Path:
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.decoder = decoders.WordPiece()
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    tok.train_from_iterator(texts, trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=specials))
+    tok.post_processor = processors.BertProcessing(("[SEP]", tok.token_to_id("[SEP]")), ("[CLS]", tok.token_to_id("[CLS]")))
+    return _save(tok, directory, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
+
+
+def make_bpe(directory: Path, texts: list[str], vocab_size: int = 300) -> Path:
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    tok.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials,
+                                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok.post_processor = processors.RobertaProcessing(("</s>", tok.token_to_id("</s>")), ("<s>", tok.token_to_id("<s>")))
+    return _save(tok, directory, bos_token="<s>", eos_token="</s>", cls_token="<s>", sep_token="</s>", pad_token="<pad>",
+                 unk_token="<unk>", mask_token="<mask>")
+
+
+def make_sentencepiece(directory: Path, texts: list[str], vocab_size: int = 200) -> Path:
+    tok = Tokenizer(models.Unigram())
+    tok.pre_tokenizer = pre_tokenizers.Metaspace()
+    tok.decoder = decoders.Metaspace()
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    tok.train_from_iterator(texts, trainers.UnigramTrainer(vocab_size=vocab_size, special_tokens=specials, unk_token="[UNK]"))
+    return _save(tok, directory, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
+
+
+TINY = {
+    "architecture": "bert", "size": "tiny", "max_steps": 30, "batch_size": 8, "phases": [{"seq_len": 32, "fraction": 1.0}],
+    "lr": 2e-3, "warmup_ratio": 0.1, "log_every": 5, "checkpoint_every": 10, "precision": "fp32",
+    "heldout_fraction": 0.1, "num_threads": 1, "seed": 7,
+}
+
+
+def write_settings(path: Path, name: str = "m", key: str = "pretrain", **overrides) -> Path:
+    body = {**TINY, **overrides}
+    path.write_text(yaml.safe_dump({"model": {"name": name, key: body}}))
+    return path

@@ -1,0 +1,93 @@
+"""The embedded demo, end to end, in a temporary copy: every stage for real on the CPU."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from workflow_harness import ROOT, copy_demo, planned_jobs, run_demo
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory):
+    workdir = copy_demo(tmp_path_factory.mktemp("demo-run"))
+    result = run_demo(workdir)
+    assert result.returncode == 0, result.stderr[-6000:]
+    return workdir
+
+
+def _study(workdir: Path) -> dict:
+    return yaml.safe_load((workdir / "config.yaml").read_text())
+
+
+def test_tables_cover_every_model_and_task(demo_run):
+    cfg = _study(demo_run)
+    tables = demo_run / "results" / "tables"
+    medians = pd.read_csv(tables / "medians.csv")
+    text = medians.to_csv()
+    for model, entry in cfg["models"].items():
+        if entry.get("evaluate", True):
+            assert (entry.get("display") or model) in text or model in text
+    for task in cfg["tasks"]:
+        assert task in text or cfg["tasks"][task].get("display", task) in text
+    for name in ["groups.csv", "blurb.csv", "medians.md", "medians.tex", "scores.png"]:
+        assert (tables / name).stat().st_size > 0
+    assert "BLURB" in (tables / "blurb.md").read_text() or "blurb" in (tables / "blurb.md").read_text().lower()
+
+
+def test_every_run_has_dev_and_test_scores(demo_run):
+    runs = sorted((demo_run / "results" / "finetune").glob("*/*/fold~*/seed~*/metrics.json"))
+    cfg = _study(demo_run)
+    evaluated = [m for m, e in cfg["models"].items() if e.get("evaluate", True)]
+    assert len(runs) == len(evaluated) * len(cfg["tasks"]) * len(cfg["seeds"])
+    for path in runs:
+        metrics = json.loads(path.read_text())
+        assert {"dev", "test"} <= set(metrics)
+        assert isinstance(metrics["test"]["score"], float)
+        assert (path.parent / "provenance.json").is_file()
+
+
+def test_checkpoints_reload_and_everything_has_provenance(demo_run):
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    cfg = _study(demo_run)
+    for model, entry in cfg["models"].items():
+        path = demo_run / "results" / entry["kind"] / model
+        AutoModelForMaskedLM.from_pretrained(path)
+        AutoTokenizer.from_pretrained(path)
+        assert json.loads((path / "provenance.json").read_text())["step"]
+    for vocab in cfg["vocabularies"]:
+        AutoTokenizer.from_pretrained(demo_run / "results" / "vocab" / vocab)
+    for corpus in cfg["corpora"]:
+        prov = json.loads((demo_run / "results" / "corpus" / corpus / "provenance.json").read_text())
+        assert prov["restricted"] == bool(cfg["corpora"][corpus].get("restricted", False))
+
+
+def test_second_run_does_nothing(demo_run):
+    result = run_demo(demo_run)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Nothing to be done" in result.stdout + result.stderr
+
+
+def test_changing_one_tasks_seeds_reruns_only_that_task(demo_run):
+    config = demo_run / "config.yaml"
+    original = config.read_text()
+    cfg = yaml.safe_load(original)
+    task = sorted(cfg["tasks"])[0]
+    cfg["tasks"][task]["seeds"] = [1, 2, 7]
+    config.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    try:
+        result = run_demo(demo_run, "-n", "--quiet", "rules")
+        assert result.returncode == 0, result.stderr[-3000:]
+        jobs = planned_jobs(result.stdout + result.stderr)
+        evaluated = [m for m, e in cfg["models"].items() if e.get("evaluate", True)]
+        assert jobs.pop("finetune") == len(evaluated)
+        assert set(jobs) <= {"report_settings", "tables", "plots", "all"}, jobs
+    finally:
+        config.write_text(original)

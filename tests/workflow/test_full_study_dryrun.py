@@ -1,0 +1,29 @@
+"""The full study builds its whole DAG without any data present."""
+
+import yaml
+
+from workflow_harness import ROOT, planned_jobs, snakemake
+
+from workflow_scripts.config.plan import corpus_files, finetune_runs
+from workflow_scripts.config.validate import load_config
+
+
+def test_dry_run_shows_every_stage_and_job():
+    result = snakemake("-n", "--quiet", "rules")
+    assert result.returncode == 0, result.stderr[-3000:]
+    jobs = planned_jobs(result.stdout + result.stderr)
+    study = load_config(yaml.safe_load((ROOT / "config.yaml").read_text()), ROOT / "schemas/config.schema.yaml")
+    raw = sum(len(corpus_files(study, c)) for c in study.corpora)
+    kinds = [m.kind for m in study.models.values()]
+    assert jobs["download_corpus_file"] == raw
+    assert jobs["parse_corpus_file"] == raw
+    # one parse job per PubMed file of the configured release
+    assert len(corpus_files(study, "pubmed")) == 1274 + 60
+    assert jobs["build_corpus"] == len(study.corpora)
+    assert jobs["train_vocab"] == len(study.vocabularies)
+    assert jobs["vocab_diagnostics"] == len(study.vocabularies)
+    assert jobs["pretrain"] == kinds.count("pretrain")
+    assert jobs["distill"] == kinds.count("distill")
+    assert jobs["prepare_task"] == len(study.resolved_tasks)
+    assert jobs["finetune"] == len(list(finetune_runs(study))) > 2000
+    assert jobs["tables"] == 1 and jobs["plots"] == 1

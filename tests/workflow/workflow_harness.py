@@ -1,0 +1,63 @@
+"""Running the workflow from tests: the real snakemake CLI on the real Snakefile."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+
+
+def snakemake(*args: str, cwd: Path = ROOT, timeout: int = 1800) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    return subprocess.run(
+        [str(BIN / "snakemake"), *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def copy_demo(dest: Path) -> Path:
+    """A fresh copy of the demo working directory (raw sources and config, no results)."""
+    target = dest / "demo"
+    shutil.copytree(
+        ROOT / "demo",
+        target,
+        ignore=shutil.ignore_patterns("results", ".snakemake", "__pycache__"),
+    )
+    return target
+
+
+def run_demo(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    return snakemake(
+        "--snakefile",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(workdir),
+        "--workflow-profile",
+        str(ROOT / "profiles" / "local"),
+        *args,
+    )
+
+
+def planned_jobs(output: str) -> dict[str, int]:
+    """Job counts per rule from `snakemake -n` output (its 'Job stats' table)."""
+    counts: dict[str, int] = {}
+    lines = output.splitlines()
+    for i, line in enumerate(lines):
+        if line.strip().startswith("job") and "count" in line:
+            for row in lines[i + 2 :]:
+                parts = row.split()
+                if len(parts) != 2 or not parts[1].isdigit():
+                    break
+                if parts[0] != "total":
+                    counts[parts[0]] = int(parts[1])
+            break
+    return counts

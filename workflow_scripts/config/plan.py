@@ -1,0 +1,260 @@
+"""From a Study to the workflow's jobs: file names, paths, command arguments and the
+resolved settings each step receives. Pure functions; rules/common.smk wraps them.
+
+Everything here runs while Snakemake builds the DAG, for thousands of jobs, so it only
+computes names and never touches the file system.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from .study import ModelEntry, Study
+from .typed import to_dict
+
+RESULTS = "results"
+
+
+@dataclass(frozen=True)
+class RawFile:
+    name: str
+    url: str
+    checksum_args: str
+
+
+def _join(base: str, *parts: str) -> str:
+    return "/".join([base.rstrip("/"), *parts])
+
+
+def corpus_files(study: Study, corpus: str) -> list[RawFile]:
+    """Raw files of a corpus, in the order they must be applied (PubMed: baseline, then updates)."""
+    entry = study.corpora[corpus]
+    src = entry.source
+    located: list[tuple[str, str]] = []
+    if entry.type == "pubmed":
+        ranges = [("baseline", src.baseline), ("updatefiles", src.updates)]
+        for folder, span in ranges:
+            if span is None:
+                continue
+            for n in range(span[0], span[1] + 1):
+                name = f"pubmed{src.release:02d}n{n:04d}.xml.gz"
+                located.append((name, _join(src.url, folder, name)))
+    else:
+        located = [(name, _join(src.url, name)) for name in src.files]
+    out = []
+    for name, url in located:
+        if src.checksums == "md5":
+            args = f"--md5-url {shlex.quote(url + '.md5')}"
+        elif src.checksums == "sha256sums":
+            args = f"--sha256-url {shlex.quote(_join(src.url, 'SHA256SUMS.txt'))}"
+        else:
+            args = ""
+        out.append(RawFile(name=name, url=url, checksum_args=args))
+    return out
+
+
+def raw_path(corpus: str, name: str) -> str:
+    return f"{RESULTS}/raw/{corpus}/{name}"
+
+
+def parsed_path(corpus: str, name: str) -> str:
+    return f"{RESULTS}/parsed/{corpus}/{name}.parquet"
+
+
+def fetch_table(study: Study, corpus: str) -> dict[str, str]:
+    """Download arguments of every file of a corpus, by file name."""
+    restricted = " --restricted" if study.corpora[corpus].restricted else ""
+    return {
+        f.name: f"--url {shlex.quote(f.url)} {f.checksum_args}{restricted}".strip()
+        for f in corpus_files(study, corpus)
+    }
+
+
+def corpus_dir(corpus: str) -> str:
+    return f"{RESULTS}/corpus/{corpus}"
+
+
+def vocab_dir(vocab: str) -> str:
+    return f"{RESULTS}/vocab/{vocab}"
+
+
+def task_dir(task: str) -> str:
+    return f"{RESULTS}/tasks/{task}"
+
+
+def model_dir(study: Study, name: str) -> str:
+    """Where a model's checkpoint is: built here, or the external directory / hub id."""
+    m = study.models.get(name)
+    if m is None:
+        return name  # a local directory or hub id given directly as init
+    if m.kind == "external":
+        return m.checkpoint or name
+    return f"{RESULTS}/{m.kind}/{name}"
+
+
+def model_marker(study: Study, name: str) -> list[str]:
+    """The file that exists once a model built here is complete (its provenance record)."""
+    m = study.models.get(name)
+    if m is None or m.kind == "external":
+        return []
+    return [f"{model_dir(study, name)}/provenance.json"]
+
+
+def tokenizer_marker(study: Study, model: str) -> list[str]:
+    m = study.models[model]
+    if m.kind == "pretrain" and m.vocab is not None:
+        return [f"{vocab_dir(m.vocab)}/tokenizer_config.json"]
+    return []
+
+
+def model_source_args(study: Study, model: str) -> str:
+    """`--tokenizer VOCAB` (from scratch) or `--init CHECKPOINT` (continual / student init)."""
+    m = study.models[model]
+    if m.kind == "pretrain" and m.vocab is not None:
+        return f"--tokenizer {vocab_dir(m.vocab)}"
+    if m.init is not None:
+        return f"--init {shlex.quote(model_dir(study, m.init))}"
+    return ""
+
+
+def corpus_args(corpora: list[str]) -> str:
+    return " ".join(f"--corpus {corpus_dir(c)}" for c in corpora)
+
+
+def evaluated_models(study: Study) -> list[str]:
+    return [name for name, m in study.models.items() if m.evaluate]
+
+
+def finetune_runs(study: Study) -> Iterator[tuple[str, str, int, int]]:
+    """Every (model, task, fold, seed) fine-tuning job."""
+    for model in evaluated_models(study):
+        for task, rt in study.resolved_tasks.items():
+            for fold in rt.folds:
+                for seed in rt.seeds:
+                    yield model, task, fold, seed
+
+
+def run_dir(model: str, task: str, fold: int | str, seed: int | str) -> str:
+    return f"{RESULTS}/finetune/{model}/{task}/fold~{fold}/seed~{seed}"
+
+
+def task_files(study: Study, task: str) -> dict[str, Any]:
+    return study.resolved_tasks[task].spec.source.files
+
+
+def task_fetch_args(study: Study, task: str, name: str) -> str:
+    spec = study.resolved_tasks[task].spec
+    src = spec.source.files[name]
+    args = []
+    if spec.source.local_dir:
+        args.append(f"--url {shlex.quote(_join(spec.source.local_dir, name))}")
+    elif src.url:
+        args.append(f"--url {shlex.quote(src.url)}")
+    if src.sha256:
+        args.append(f"--sha256 {src.sha256}")
+    if spec.source.access:
+        args.append(f"--access {shlex.quote(spec.source.access)}")
+    if spec.restricted:
+        args.append("--restricted")
+    return " ".join(args)
+
+
+def is_restricted_model(study: Study, name: str) -> bool:
+    """Whether a model's training data (or any ancestor's) is credentialed."""
+    m: ModelEntry | None = study.models.get(name)
+    if m is None:
+        return False
+    if m.kind == "external":
+        return m.restricted
+    if any(study.corpora[c].restricted for c in m.corpora):
+        return True
+    return any(is_restricted_model(study, p) for p in (m.init, m.teacher) if p)
+
+
+# Resolved settings handed to each step (written to results/configs/... by local rules).
+
+
+def corpus_settings(study: Study, corpus: str) -> dict[str, Any]:
+    c = study.corpora[corpus]
+    return {
+        "corpus": {
+            "name": corpus,
+            "type": c.type,
+            "shards": c.shards,
+            "restricted": c.restricted,
+            "clean": to_dict(c.clean),
+        }
+    }
+
+
+def vocab_settings(study: Study, vocab: str) -> dict[str, Any]:
+    return {"vocab": {"name": vocab, "train": to_dict(study.vocabularies[vocab].train)}}
+
+
+def model_settings(study: Study, model: str) -> dict[str, Any]:
+    m = study.models[model]
+    return {"model": {"name": model, m.kind: to_dict(getattr(m, m.kind))}}
+
+
+def task_settings(study: Study, task: str) -> dict[str, Any]:
+    return {"task": to_dict(study.resolved_tasks[task].spec)}
+
+
+def finetune_settings(study: Study, model: str, task: str) -> dict[str, Any]:
+    rt = study.resolved_tasks[task]
+    return {
+        "model": {"name": model, "restricted": is_restricted_model(study, model)},
+        "task": to_dict(rt.spec),
+        "finetune": to_dict(rt.finetune),
+    }
+
+
+def report_settings(study: Study, workflow_root: str) -> dict[str, Any]:
+    """Settings of the tables and plots; relative reference CSV paths are taken from the workflow."""
+    models = {
+        name: {
+            "display": m.display or name,
+            "kind": m.kind,
+            "published": {"lewis": m.published.get("lewis"), "blurb": m.published.get("blurb")},
+            "restricted": is_restricted_model(study, name),
+        }
+        for name, m in study.models.items()
+        if m.evaluate
+    }
+    tasks = {
+        name: {
+            "display": rt.spec.display,
+            "type": rt.spec.type,
+            "domain": rt.spec.domain,
+            "benchmarks": list(rt.spec.benchmarks),
+            "reference": dict(rt.spec.reference),
+            "metric": rt.spec.metric,
+            "folds": rt.spec.folds,
+            "selection_fold": rt.spec.selection_fold,
+            "restricted": rt.spec.restricted,
+            "seeds": list(rt.seeds),
+        }
+        for name, rt in study.resolved_tasks.items()
+    }
+    runs = [
+        {"model": m, "task": t, "fold": f, "seed": s, "metrics": f"{run_dir(m, t, f, s)}/metrics.json"}
+        for m, t, f, s in finetune_runs(study)
+    ]
+    return {
+        "models": models,
+        "tasks": tasks,
+        "runs": runs,
+        "aggregation": to_dict(study.aggregation),
+        "reference": {
+            key: path if path.startswith("/") else f"{workflow_root.rstrip('/')}/{path}"
+            for key, path in to_dict(study.reference).items()
+        },
+        "pretrain_logs": {
+            name: f"{model_dir(study, name)}/train_log.jsonl"
+            for name, m in study.models.items()
+            if m.kind != "external"
+        },
+        "vocab_diagnostics": {v: f"{vocab_dir(v)}/diagnostics.json" for v in study.vocabularies},
+    }

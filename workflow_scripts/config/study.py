@@ -1,0 +1,288 @@
+"""The study configuration (config.yaml) as typed dataclasses, with cross-reference checks.
+
+Each stage owns the dataclass of its own settings block (corpus cleaning, vocabulary
+training, pretraining, distillation, fine-tuning, task specs); this module composes them
+into one study, resolves tasks against the registry and checks that every name a model
+refers to (vocabulary, corpus, teacher, initial checkpoint) exists.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Optional
+
+from ..corpus.settings import CleanSettings
+from ..distill.settings import DistillSettings
+from ..errors import PipelineError
+from ..finetune.settings import FinetuneSettings
+from ..pretrain.settings import PretrainSettings
+from ..tasks import registry
+from ..tasks.spec import TaskSpec
+from ..vocab.settings import VocabSettings
+from .typed import parse, to_dict
+
+
+def _help(text: str, **kw: Any) -> Any:
+    return field(metadata={"help": text}, **kw)
+
+
+@dataclass
+class CorpusSource:
+    url: str = _help(
+        "Base URL (http, https or file) of the published files, or a directory relative to the run directory."
+    )
+    release: Optional[int] = _help(
+        "PubMed: two-digit release year as in pubmed{YY}n{NNNN}.xml.gz.", default=None
+    )
+    baseline: Optional[list[int]] = _help(
+        "PubMed: first and last baseline file number, e.g. [1, 1274] (files under baseline/).",
+        default=None,
+    )
+    updates: Optional[list[int]] = _help(
+        "PubMed: first and last update file number (files under updatefiles/), applied in order.",
+        default=None,
+    )
+    files: list[str] = _help(
+        "PMC and MIMIC-III: file names under url (tarballs of JATS .nxml, NOTEEVENTS.csv.gz).",
+        default_factory=list,
+    )
+    checksums: Literal["md5", "sha256sums", "none"] = _help(
+        "md5: an OpenSSL-format <file>.md5 beside each file (NLM); sha256sums: a SHA256SUMS.txt at url "
+        "(PhysioNet); none: unverified (recorded in provenance).",
+        default="md5",
+    )
+    access: Optional[str] = _help(
+        "For credentialed data: how to obtain access; shown when the download is refused.", default=None
+    )
+
+    def validate(self, where: str) -> None:
+        for key in ("baseline", "updates"):
+            value = getattr(self, key)
+            if value is not None and (len(value) != 2 or value[0] > value[1] or value[0] < 1):
+                raise PipelineError(f"{where}.{key}: expected [first, last] file numbers, got {value}")
+
+
+@dataclass
+class CorpusEntry:
+    type: Literal["pubmed", "pmc", "mimic", "text"] = _help(
+        "Which parser reads the raw files; text: one plain-text file, a document per paragraph "
+        "(a general-domain reference sample)."
+    )
+    source: CorpusSource = _help("Where the raw files are published.")
+    shards: int = _help("Number of Parquet shards the clean corpus is written as.", default=8)
+    restricted: bool = _help(
+        "Credentialed data (MIMIC-III): everything derived from it is marked restricted.", default=False
+    )
+    clean: CleanSettings = _help("Parsing, filtering, deduplication and decontamination.", default_factory=CleanSettings)
+    decontaminate: list[str] = _help(
+        "Tasks whose test sets are removed from this corpus by n-gram overlap (names in tasks).",
+        default_factory=list,
+    )
+
+    def validate(self, where: str) -> None:
+        if self.shards < 1:
+            raise PipelineError(f"{where}.shards: must be at least 1, got {self.shards}")
+        if self.type == "pubmed" and (self.source.release is None or self.source.baseline is None):
+            raise PipelineError(f"{where}.source: a pubmed corpus needs release and baseline")
+        if self.type != "pubmed" and not self.source.files:
+            raise PipelineError(f"{where}.source.files: list the files to download")
+        if self.type == "text" and len(self.source.files) != 1:
+            raise PipelineError(f"{where}.source.files: a text corpus is one file")
+
+
+@dataclass
+class VocabEntry:
+    corpora: list[str] = _help("Corpora (names in corpora) the vocabulary is learned from.")
+    train: VocabSettings = _help("Algorithm, size and sample.", default_factory=VocabSettings)
+    compare: list[str] = _help(
+        "Other tokenizers shown beside this one in the diagnostics: vocabulary names or model names.",
+        default_factory=list,
+    )
+
+
+@dataclass
+class ModelEntry:
+    kind: Literal["pretrain", "distill", "external"] = _help(
+        "pretrain: masked-LM pretraining here; distill: a student distilled here; external: an existing checkpoint."
+    )
+    display: Optional[str] = _help("Label in tables (defaults to the model name).", default=None)
+    published: dict[str, str] = _help(
+        "Published counterpart per reference table, e.g. {lewis: ours-base+PM+Voc, blurb: PubMedBERT-uncased}.",
+        default_factory=dict,
+    )
+    vocab: Optional[str] = _help("pretrain from scratch: the vocabulary (name in vocabularies).", default=None)
+    init: Optional[str] = _help(
+        "pretrain: continue from this checkpoint (a model name here, a local directory or a hub id), "
+        "keeping its vocabulary. distill: initialise the student from it.",
+        default=None,
+    )
+    corpora: list[str] = _help("pretrain and distill: training corpora (names in corpora).", default_factory=list)
+    teacher: Optional[str] = _help("distill: the teacher (a model name here).", default=None)
+    checkpoint: Optional[str] = _help("external: a local directory or a hub id.", default=None)
+    pretrain: PretrainSettings = _help("pretrain: architecture and recipe.", default_factory=PretrainSettings)
+    distill: DistillSettings = _help("distill: student shape, losses and recipe.", default_factory=DistillSettings)
+    restricted: bool = _help(
+        "external: trained on credentialed data (marks its results restricted).", default=False
+    )
+    evaluate: bool = _help("Fine-tune this model on the tasks.", default=True)
+
+
+@dataclass
+class Aggregation:
+    statistic: Literal["median", "mean"] = _help("Statistic over seeds (and folds) per table cell.", default="median")
+    bootstrap_samples: int = _help("Bootstrap resamples for each cell's confidence interval.", default=1000)
+    confidence: float = _help("Confidence level of the bootstrap interval.", default=0.95)
+    bootstrap_seed: int = _help("Seed of the bootstrap.", default=0)
+    compare: list[list[str]] = _help(
+        "Pairs of models compared task by task (differences beyond seed noise).", default_factory=list
+    )
+
+    def validate(self, where: str) -> None:
+        if not 0 < self.confidence < 1:
+            raise PipelineError(f"{where}.confidence: must lie between 0 and 1, got {self.confidence}")
+        for i, pair in enumerate(self.compare):
+            if len(pair) != 2:
+                raise PipelineError(f"{where}.compare[{i}]: expected two model names, got {pair}")
+
+
+@dataclass
+class Reference:
+    lewis: str = _help(
+        "CSV of Lewis et al. test medians (task x model).", default="resources/reference/lewis2020_test_medians.csv"
+    )
+    blurb: str = _help(
+        "CSV of Gu et al. BLURB test results (task x model).", default="resources/reference/gu2021_blurb_table6_test.csv"
+    )
+
+
+@dataclass
+class Study:
+    corpora: dict[str, CorpusEntry] = _help("Pretraining corpora by name.", default_factory=dict)
+    vocabularies: dict[str, VocabEntry] = _help("Vocabularies learned here, by name.", default_factory=dict)
+    models: dict[str, ModelEntry] = _help("Every model of the study, by name.", default_factory=dict)
+    tasks: dict[str, dict[str, Any]] = _help(
+        "Benchmark tasks by name: a registry task with overrides, or a complete task spec; "
+        "plus seeds (list) and finetune (hyper-parameter overrides).",
+        default_factory=dict,
+    )
+    seeds: list[int] = _help("Fine-tuning seeds of every task that lists none.", default_factory=lambda: [1, 2, 3, 4, 5])
+    finetune: FinetuneSettings = _help(
+        "Fine-tuning defaults; each task's registry defaults and overrides apply on top.",
+        default_factory=FinetuneSettings,
+    )
+    aggregation: Aggregation = _help("How runs become table cells.", default_factory=Aggregation)
+    reference: Reference = _help("Published results shown beside ours.", default_factory=Reference)
+
+    # Filled by load_study: tasks resolved against the registry.
+    resolved_tasks: dict[str, "ResolvedTask"] = field(default_factory=dict, init=False, repr=False)
+
+
+@dataclass
+class ResolvedTask:
+    spec: TaskSpec
+    seeds: list[int]
+    finetune: FinetuneSettings
+
+    @property
+    def folds(self) -> list[int]:
+        return list(range(self.spec.folds)) if self.spec.folds else [0]
+
+
+_TASK_KEYS = ("seeds", "finetune")
+
+
+def _check_names(where: str, names: list[str], known: dict, what: str) -> None:
+    for i, name in enumerate(names):
+        if name not in known:
+            raise PipelineError(
+                f"{where}[{i}]: {name!r} is not a {what} of this config (known: {', '.join(sorted(known)) or 'none'})"
+            )
+
+
+def _check_model(name: str, m: ModelEntry, study: Study) -> None:
+    where = f"models.{name}"
+    if m.kind == "external":
+        if not m.checkpoint:
+            raise PipelineError(f"{where}.checkpoint: an external model needs a local directory or hub id")
+        return
+    if not m.corpora:
+        raise PipelineError(f"{where}.corpora: list the corpora it trains on")
+    _check_names(f"{where}.corpora", m.corpora, study.corpora, "corpus")
+    if m.kind == "pretrain":
+        if (m.vocab is None) == (m.init is None):
+            raise PipelineError(
+                f"{where}: give either vocab (from scratch with a learned vocabulary) or init (continual, keeping its vocabulary)"
+            )
+        if m.vocab is not None and m.vocab not in study.vocabularies:
+            raise PipelineError(
+                f"{where}.vocab: {m.vocab!r} is not a vocabulary of this config "
+                f"(known: {', '.join(sorted(study.vocabularies)) or 'none'})"
+            )
+    if m.kind == "distill":
+        if m.teacher not in study.models:
+            raise PipelineError(f"{where}.teacher: {m.teacher!r} is not a model of this config")
+    if m.init is not None and m.init == name:
+        raise PipelineError(f"{where}.init: a model cannot start from itself")
+
+
+def _check_cycles(study: Study) -> None:
+    def parents(name: str) -> list[str]:
+        m = study.models[name]
+        return [p for p in (m.init, m.teacher) if p in study.models]
+
+    for start in study.models:
+        seen, stack = set(), [start]
+        while stack:
+            for p in parents(stack.pop()):
+                if p == start:
+                    raise PipelineError(f"models.{start}: init/teacher references form a cycle")
+                if p not in seen:
+                    seen.add(p)
+                    stack.append(p)
+
+
+def resolve_task(name: str, entry: dict[str, Any], study: Study) -> ResolvedTask:
+    where = f"tasks.{name}"
+    if entry is None:
+        entry = {}
+    if not isinstance(entry, dict):
+        raise PipelineError(f"{where}: expected a mapping, got {entry!r}")
+    overrides = {k: v for k, v in entry.items() if k not in _TASK_KEYS}
+    spec = registry.resolve(name, overrides)
+    seeds = parse(_Seeds, {"seeds": entry.get("seeds", study.seeds)}, where).seeds
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise PipelineError(f"{where}.seeds: give one or more distinct seeds, got {seeds}")
+    merged = {**to_dict(study.finetune), **spec.hyper, **(entry.get("finetune") or {})}
+    finetune = parse(FinetuneSettings, merged, f"{where}.finetune")
+    if spec.selection_fold is not None and not 0 <= spec.selection_fold < max(spec.folds, 1):
+        raise PipelineError(f"{where}.selection_fold: {spec.selection_fold} is outside 0..{spec.folds - 1}")
+    return ResolvedTask(spec=spec, seeds=seeds, finetune=finetune)
+
+
+@dataclass
+class _Seeds:
+    seeds: list[int]
+
+
+def load_study(config: dict[str, Any]) -> Study:
+    """Parse and cross-check a config mapping; raise PipelineError naming the first bad key."""
+    study = parse(Study, config, "")
+    for name, m in study.models.items():
+        _check_model(name, m, study)
+    _check_cycles(study)
+    for name, v in study.vocabularies.items():
+        _check_names(f"vocabularies.{name}.corpora", v.corpora, study.corpora, "corpus")
+        if not v.corpora:
+            raise PipelineError(f"vocabularies.{name}.corpora: list the corpora it is learned from")
+        for i, other in enumerate(v.compare):
+            if other not in study.vocabularies and other not in study.models:
+                raise PipelineError(
+                    f"vocabularies.{name}.compare[{i}]: {other!r} is neither a vocabulary nor a model of this config"
+                )
+    for name, entry in study.tasks.items():
+        study.resolved_tasks[name] = resolve_task(name, entry, study)
+    for name, c in study.corpora.items():
+        _check_names(f"corpora.{name}.decontaminate", c.decontaminate, study.tasks, "task")
+    for i, pair in enumerate(study.aggregation.compare):
+        _check_names(f"aggregation.compare[{i}]", pair, study.models, "model")
+    return study

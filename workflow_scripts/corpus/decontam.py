@@ -1,0 +1,87 @@
+"""Decontamination: find pretraining documents that contain benchmark test examples.
+
+Several benchmark test sets are drawn from PubMed abstracts, so a pretraining corpus may
+hold them verbatim. Each text field of each test example is indexed by its word n-grams;
+a document is contaminated when it contains at least ``threshold`` of the n-grams of any
+one test text.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import PipelineError
+from .text import word_tokens
+
+TEXT_FIELDS = ("text", "text_a", "text_b", "question", "context", "tokens")
+
+
+def split_files(task_dir: str | Path) -> list[Path]:
+    task_dir = Path(task_dir)
+    files = sorted(task_dir.glob("test.jsonl")) + sorted(task_dir.glob("fold~*/test.jsonl"))
+    if not files:
+        raise PipelineError(f"{task_dir}: no test.jsonl or fold~k/test.jsonl to decontaminate against; "
+                            "prepare the task first or remove it from the corpus's decontamination list")
+    return files
+
+
+def _grams(tokens: list[str], n: int) -> set[int]:
+    return {hash(" ".join(tokens[i:i + n])) for i in range(len(tokens) - n + 1)}
+
+
+@dataclass
+class NgramIndex:
+    ngram: int
+    threshold: float
+    min_words: int = 8
+    sizes: list[int] = field(default_factory=list)
+    owners: list[str] = field(default_factory=list)
+    index: dict[int, list[int]] = field(default_factory=dict)
+    skipped_short: int = 0
+
+    def add(self, text: str, owner: str) -> None:
+        toks = word_tokens(text)
+        if len(toks) < max(self.min_words, self.ngram):
+            self.skipped_short += 1
+            return
+        grams = _grams(toks, self.ngram)
+        unit = len(self.sizes)
+        self.sizes.append(len(grams))
+        self.owners.append(owner)
+        for g in grams:
+            self.index.setdefault(g, []).append(unit)
+
+    def add_task(self, task_dir: str | Path) -> int:
+        """Index every text field of the task's test split(s); return the number of examples."""
+        task = Path(task_dir).name
+        n = 0
+        for path in split_files(task_dir):
+            with open(path, encoding="utf-8") as fh:
+                for lineno, line in enumerate(fh, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        ex = json.loads(line)
+                    except json.JSONDecodeError as exc:
+                        raise PipelineError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from exc
+                    n += 1
+                    for key in TEXT_FIELDS:
+                        value = ex.get(key)
+                        if isinstance(value, list):
+                            value = " ".join(map(str, value))
+                        if isinstance(value, str) and value:
+                            self.add(value, task)
+        return n
+
+    def match(self, text: str) -> str | None:
+        """The task whose test text ``text`` contains, or None."""
+        hits: dict[int, int] = {}
+        for g in _grams(word_tokens(text), self.ngram):
+            for unit in self.index.get(g, ()):
+                hits[unit] = hits.get(unit, 0) + 1
+        for unit, count in hits.items():
+            if count >= self.threshold * self.sizes[unit]:
+                return self.owners[unit]
+        return None

@@ -1,0 +1,91 @@
+"""The distillation objective: student MLM plus weighted teacher terms, for the shared training loop."""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..pretrain.model import masked_hidden, mlm_parts
+from . import losses
+from .settings import LossWeights
+
+LAYERWISE = ("hidden_mse", "hidden_cosine", "attention_mse", "attention_kl")
+
+
+class DistillObjective(nn.Module):
+    """Registered parameters: the student and the projections; the frozen teacher is held aside."""
+
+    def __init__(self, student: nn.Module, teacher: nn.Module, weights: LossWeights, temperature: float,
+                 layer_map: list[int], teacher_autocast=contextlib.nullcontext, kl_positions: str = "all") -> None:
+        super().__init__()
+        self.model = student
+        object.__setattr__(self, "teacher", teacher)  # not a submodule: not trained, saved or synchronised
+        self.weights = {k: v for k, v in vars(weights).items() if v > 0}
+        self.temperature, self.layer_map, self.kl_all = temperature, layer_map, kl_positions == "all"
+        self.teacher_autocast = teacher_autocast
+        hs, ht = student.config.hidden_size, teacher.config.hidden_size
+        self.proj = nn.Linear(hs, ht, bias=False) if hs != ht else nn.Identity()
+        self.embedding_proj = nn.Linear(hs, ht, bias=False) if hs != ht and "embedding_mse" in self.weights else nn.Identity()
+        self.needs_hidden = any(k in self.weights for k in ("hidden_mse", "hidden_cosine", "embedding_mse"))
+        self.needs_attention = any(k in self.weights for k in ("attention_mse", "attention_kl"))
+        self.needs_logits = any(k in self.weights for k in ("kl", "soft_ce"))
+
+    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, labels: torch.Tensor, norms: dict[str, float]):
+        flags = {"output_hidden_states": self.needs_hidden, "output_attentions": self.needs_attention}
+        s_enc, s_head = mlm_parts(self.model)
+        s_out = s_enc(input_ids=input_ids, **flags)
+        if self.needs_logits and self.kl_all:  # the head runs once on every position
+            s_all = s_head(s_out.last_hidden_state).flatten(0, 1)
+            s_logits = s_all.index_select(0, positions)
+        else:
+            s_all = s_logits = s_head(masked_hidden(s_out.last_hidden_state, positions))
+        terms = {"mlm": F.cross_entropy(s_logits.float(), labels, reduction="sum") / norms["masked"]}
+        if len(self.weights) > ("mlm" in self.weights):
+            t_enc, t_head = mlm_parts(self.teacher)
+            with torch.no_grad(), self.teacher_autocast():
+                t_out = t_enc(input_ids=input_ids, **flags)
+                t_logits = None
+                if self.needs_logits:
+                    t_hidden = t_out.last_hidden_state if self.kl_all else masked_hidden(t_out.last_hidden_state, positions)
+                    t_logits = t_head(t_hidden).flatten(0, -2)
+            terms.update(self._teacher_terms(s_out, t_out, s_all, t_logits, norms))
+        loss = sum(self.weights.get(k, 0.0) * v for k, v in terms.items())
+        stats = {k: v.detach() for k, v in terms.items()}
+        stats["loss"] = loss.detach()
+        return loss, stats
+
+    def _teacher_terms(self, s_out, t_out, s_logits, t_logits, norms) -> dict[str, torch.Tensor]:
+        w, T, out = self.weights, self.temperature, {}
+        tokens, width = norms["tokens"], self.teacher.config.hidden_size
+        count = norms["tokens"] if self.kl_all else norms["masked"]
+        if "kl" in w:
+            out["kl"] = losses.kl_logits(s_logits, t_logits, T) / count
+        if "soft_ce" in w:
+            out["soft_ce"] = losses.soft_cross_entropy(s_logits, t_logits, T) / count
+        if "cosine" in w:
+            out["cosine"] = losses.cosine_distance(self.proj(s_out.last_hidden_state), t_out.last_hidden_state) / tokens
+        if "embedding_mse" in w:
+            out["embedding_mse"] = losses.squared_error(self.embedding_proj(s_out.hidden_states[0]), t_out.hidden_states[0]) / (tokens * width)
+        pairs = list(enumerate(self.layer_map, start=1))
+        if "hidden_mse" in w:
+            out["hidden_mse"] = sum(
+                losses.squared_error(self.proj(s_out.hidden_states[i]), t_out.hidden_states[t]) for i, t in pairs
+            ) / (tokens * width)
+        if "hidden_cosine" in w:
+            out["hidden_cosine"] = sum(
+                losses.cosine_distance(self.proj(s_out.hidden_states[i]), t_out.hidden_states[t]) for i, t in pairs
+            ) / tokens
+        if self.needs_attention:
+            heads, seq = s_out.attentions[0].shape[1], s_out.attentions[0].shape[-1]
+            if "attention_mse" in w:
+                out["attention_mse"] = sum(
+                    losses.squared_error(s_out.attentions[i - 1], t_out.attentions[t - 1]) for i, t in pairs
+                ) / (tokens * heads * seq)
+            if "attention_kl" in w:
+                out["attention_kl"] = sum(
+                    losses.attention_kl(s_out.attentions[i - 1], t_out.attentions[t - 1]) for i, t in pairs
+                ) / (tokens * heads)
+        return out

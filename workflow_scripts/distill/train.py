@@ -1,0 +1,123 @@
+"""Task-agnostic distillation of a teacher into a student, on the pretraining loop.
+
+    python -m workflow_scripts.distill.train --settings S.yaml --teacher results/pretrain/T \
+        --corpus results/corpus/A [...] [--init MODEL_DIR] --out results/distill/S
+
+All teacher loss weights 0 is the "train longer" control: the student continues plain
+MLM from the same initialisation for the same steps, without a teacher forward pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+from pathlib import Path
+from typing import Sequence
+
+import torch
+from transformers.utils import logging as hf_logging
+
+from .. import provenance
+from ..cli import run
+from ..config.typed import load_settings, to_dict
+from ..errors import PipelineError
+from ..pretrain import dist as distributed
+from ..pretrain.loop import Job
+from ..pretrain.model import MLMObjective, build_model, check_vocab, load_pretrained
+from ..pretrain.run import digest, execute, flops_fn, load_phases
+from .objective import DistillObjective
+from .settings import DistillEntry, DistillSettings
+from .student import check_embedding_rows, freeze, from_teacher_layers, layer_map, same_vocabulary, teacher_layers
+
+log = logging.getLogger("distill")
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--settings", required=True, help="YAML with top-level key 'model: {name, distill}'")
+    ap.add_argument("--teacher", required=True, help="teacher checkpoint directory (or hub id)")
+    ap.add_argument("--corpus", required=True, nargs="+", help="corpus directories (shard~N.parquet)")
+    ap.add_argument("--init", help="student checkpoint directory for student.init: model")
+    ap.add_argument("--out", required=True, help="output student directory")
+    ap.add_argument("--stop-after", type=int, default=None, help=argparse.SUPPRESS)
+    return ap.parse_args(argv)
+
+
+def make_student(s: DistillSettings, teacher, teacher_tok, init: str | None, where: str, max_len: int):
+    """(student, description) initialised as the settings say."""
+    mode = s.student.init
+    if (init is not None) != (mode == "model"):
+        raise PipelineError(f"{where}.student.init: is {mode!r}; --init is used exactly when it is 'model'")
+    if mode == "model":
+        student, student_tok = load_pretrained(init, "--init", s.attention)
+        same_vocabulary(teacher_tok, student_tok, f"{init} vs the teacher")
+        return student, {"init": "model", "path": init}
+    if mode == "teacher_layers":
+        layers = teacher_layers(teacher.config.num_hidden_layers, s, where)
+        return from_teacher_layers(teacher, layers), {"init": "teacher_layers", "teacher_layers": layers}
+    student = build_model(s, teacher_tok, max_len)
+    return student, {"init": "random", "shape": list(s.shape()), "architecture": s.architecture}
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    started = provenance.now()
+    args = parse_args(argv)
+    hf_logging.disable_progress_bar()
+    entry = load_settings(args.settings, DistillEntry, "model")
+    s, where = entry.distill, f"{args.settings}:model.distill"
+    if s.num_threads:
+        torch.set_num_threads(s.num_threads)
+    d = distributed.setup()
+    try:
+        out = Path(args.out)
+        terms = s.loss.teacher_terms()
+        needs_attention = any(k in terms for k in ("attention_mse", "attention_kl"))
+        attention = "eager" if needs_attention else s.attention  # attention maps need the eager kernel
+        teacher, tokenizer = load_pretrained(args.teacher, "--teacher", attention)
+        freeze(teacher)
+        max_len = max(p.seq_len for p in s.phases)
+        student, init_info = make_student(s, teacher, tokenizer, args.init, where, max_len)
+        check_vocab(student, tokenizer, args.teacher)
+        check_embedding_rows(teacher, student, f"{args.teacher} vs the student")
+        if needs_attention:
+            student.set_attn_implementation("eager")
+            if student.config.num_attention_heads != teacher.config.num_attention_heads:
+                raise PipelineError(f"{where}.loss: attention terms need equal head counts (student {student.config.num_attention_heads}, teacher {teacher.config.num_attention_heads})")
+        mapping = layer_map(student.config.num_hidden_layers, teacher.config.num_hidden_layers, s, where)
+        if needs_attention and 0 in mapping:
+            raise PipelineError(f"{where}.layer_map: attention terms need transformer layers (1..{teacher.config.num_hidden_layers}), not 0")
+        if terms:
+            teacher.to(d.device)
+            low = d.device.type == "cuda" and s.teacher_precision != "fp32"
+            dtype = torch.bfloat16 if s.teacher_precision == "bf16" else torch.float16
+            if low:
+                teacher.to(dtype)
+            autocast = (lambda: torch.autocast("cuda", dtype=dtype)) if low else contextlib.nullcontext
+            objective = DistillObjective(student, teacher, s.loss, s.temperature, mapping, autocast, s.kl_positions)
+        else:
+            log.info("no teacher terms: plain MLM of the student (the 'train longer' control)")
+            objective = MLMObjective(student)
+        phases, heldout, data_dirs = load_phases(s, args.corpus, tokenizer, out, d)
+        job = Job(
+            settings=s, objective=objective, model=student, tokenizer=tokenizer, phases=phases, heldout=heldout,
+            state_dir=out / "training_state",
+            digest=digest(s, data_dirs, student, {"teacher": args.teacher, "init": args.init, "student": init_info}),
+            flops_per_token=flops_fn(student, teacher if terms else None), dist=d,
+        )
+        inputs = {"teacher": args.teacher, "corpus": list(args.corpus), "settings": args.settings, **({"init": args.init} if args.init else {})}
+        extra = {
+            "teacher": {"path": args.teacher, "model_type": teacher.config.model_type, "hidden_size": teacher.config.hidden_size,
+                        "num_layers": teacher.config.num_hidden_layers},
+            "recipe": {"loss": to_dict(s.loss), "temperature": s.temperature, "kl_positions": s.kl_positions, "layer_map": mapping, "student": init_info,
+                       "control": not terms},
+            "model": {"parameters": sum(p.numel() for p in student.parameters()), "config": student.config.to_dict()},
+        }
+        execute(job, out, step="distill", inputs=inputs, params={"name": entry.name, "distill": to_dict(s)}, started=started,
+                extra=extra, stop_after=args.stop_after)
+    finally:
+        distributed.teardown(d)
+
+
+if __name__ == "__main__":
+    run(main)

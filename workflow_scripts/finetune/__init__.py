@@ -1,0 +1,1 @@
+"""Fine-tuning: every model on every task type, every seed, scored as the papers score."""

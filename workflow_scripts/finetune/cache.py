@@ -1,0 +1,62 @@
+"""Tokenised features cached per (task split files, tokenizer, encoding settings).
+
+Every model x seed run of a task with the same tokenizer reuses one tokenisation. The key
+hashes the split files' bytes, the full tokenizer definition and the encoding settings, so
+a change to any of them is a different entry. Entries are written atomically: concurrent
+jobs may both compute one, and either's identical file wins.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import pickle
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Callable
+
+from ..atomic import atomic_file
+from ..provenance import sha256_file
+from .features import Encoding
+
+log = logging.getLogger(__name__)
+VERSION = "features_v1"
+
+
+def tokenizer_fingerprint(tokenizer) -> str:
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    definition = backend.to_str() if backend is not None else repr(tokenizer.get_vocab())
+    h = hashlib.sha256(type(tokenizer).__name__.encode())
+    h.update(definition.encode())
+    h.update(json.dumps(tokenizer.all_special_tokens).encode())
+    return h.hexdigest()
+
+
+def key(split_files: dict[str, Path], tokenizer, enc: Encoding) -> str:
+    settings = {k: v for k, v in asdict(enc).items() if k != "stats"}
+    parts = {
+        "version": VERSION,
+        "splits": {name: sha256_file(p) for name, p in sorted(split_files.items())},
+        "tokenizer": tokenizer_fingerprint(tokenizer),
+        "encoding": settings,
+    }
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def cached(cache_dir: Path | None, entry: str, build: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    if cache_dir is None:
+        return build()
+    path = Path(cache_dir) / f"{entry}.pkl"
+    if path.is_file():
+        try:
+            with open(path, "rb") as fh:
+                value = pickle.load(fh)
+            log.info("features from cache %s", path)
+            return value
+        except (OSError, EOFError, pickle.UnpicklingError) as exc:
+            log.warning("cache entry %s unreadable (%s); rebuilding it", path, exc)
+    value = build()
+    with atomic_file(path) as tmp, open(tmp, "wb") as fh:
+        pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    return value

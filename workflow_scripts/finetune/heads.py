@@ -1,0 +1,139 @@
+"""Models per task type: transformers' AutoModelFor* heads, and a small head that represents a
+relation by its two entities (entity start or mention pooling, PubMedBERT Table 12)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+
+import torch
+from torch import nn
+from transformers import (
+    AutoConfig,
+    AutoModel,
+    AutoModelForSequenceClassification,
+    AutoModelForTokenClassification,
+)
+
+log = logging.getLogger(__name__)
+
+DROPOUT_KEYS = (
+    "hidden_dropout_prob",
+    "attention_probs_dropout_prob",
+    "classifier_dropout",
+    "dropout",
+    "attention_dropout",
+    "seq_classif_dropout",
+)
+
+
+# families whose position ids start after the padding index (fairseq's convention)
+OFFSET_POSITIONS = {"roberta", "xlm-roberta", "camembert", "longformer", "roberta-prelayernorm", "data2vec-text"}
+
+
+def position_limit(model_dir: str) -> int | None:
+    """The longest input the checkpoint's position embeddings can take, if it declares one."""
+    config = AutoConfig.from_pretrained(model_dir)
+    n = getattr(config, "max_position_embeddings", None)
+    if not isinstance(n, int):
+        return None
+    if getattr(config, "model_type", "") in OFFSET_POSITIONS:
+        n -= (config.pad_token_id or 0) + 1
+    return n
+
+
+def problem_type(task_type: str) -> str:
+    return {
+        "ner": "token",
+        "pico": "token",
+        "doc_classification": "multi_label_classification",
+        "similarity": "regression",
+    }.get(task_type, "single_label_classification")
+
+
+class EntityPoolingClassifier(nn.Module):
+    """Represent a relation by its two entities, concatenated: the encoder state at each
+    entity's first token (``entity_start``), or the max over its tokens (``mention``)."""
+
+    def __init__(self, model_dir: str, config, dropout: float, pooling: str) -> None:
+        super().__init__()
+        self.encoder = AutoModel.from_pretrained(model_dir, config=config)
+        self.pooling = pooling
+        self.dropout = nn.Dropout(dropout)
+        self.classifier = nn.Linear(2 * config.hidden_size, config.num_labels)
+
+    def forward(self, input_ids, attention_mask, entities, token_type_ids=None):
+        kwargs = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
+        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask, **kwargs).last_hidden_state
+        if self.pooling == "entity_start":
+            index = entities[:, :, 0].unsqueeze(-1).expand(-1, -1, hidden.size(-1))
+            pooled = hidden.gather(1, index)
+        else:
+            positions = torch.arange(hidden.size(1), device=hidden.device).view(1, 1, -1)
+            inside = (positions >= entities[:, :, :1]) & (positions < entities[:, :, 1:])
+            masked = hidden.unsqueeze(1).masked_fill(~inside.unsqueeze(-1), torch.finfo(hidden.dtype).min)
+            pooled = masked.max(dim=2).values
+        return self.classifier(self.dropout(pooled.flatten(1)))
+
+
+@contextlib.contextmanager
+def _quiet_loading():
+    """Every fine-tuning run loads an encoder without its new task head; transformers' load
+    report and progress bar would repeat that in each of thousands of job logs."""
+    from transformers.utils import logging as hf_logging
+
+    previous = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(previous)
+        hf_logging.enable_progress_bar()
+
+
+def build(model_dir: str, task_type: str, labels: list[str], dropout: float, pooling: str, vocab_size: int):
+    """A freshly initialised task model (call after seeding: the head's weights are random)."""
+    kind = problem_type(task_type)
+    num_labels = 1 if kind == "regression" else len(labels)
+    config = AutoConfig.from_pretrained(model_dir, num_labels=num_labels)
+    for key in DROPOUT_KEYS:
+        if hasattr(config, key):
+            setattr(config, key, dropout)
+    if labels and kind != "regression":
+        config.id2label = dict(enumerate(labels))
+        config.label2id = {label: i for i, label in enumerate(labels)}
+    with _quiet_loading():
+        if kind == "token":
+            model = AutoModelForTokenClassification.from_pretrained(model_dir, config=config)
+        elif task_type == "relation" and pooling != "cls":
+            model = EntityPoolingClassifier(model_dir, config, dropout, pooling)
+        else:
+            config.problem_type = kind
+            model = AutoModelForSequenceClassification.from_pretrained(model_dir, config=config)
+    log.info("%s with a new %s head (%d outputs), randomly initialised", type(model).__name__, kind, num_labels)
+    encoder = model.encoder if isinstance(model, EntityPoolingClassifier) else model
+    if vocab_size > encoder.get_input_embeddings().num_embeddings:
+        encoder.resize_token_embeddings(vocab_size)  # room for the entity markers
+    return model
+
+
+def forward(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Logits for a collated batch, whatever the head."""
+    inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in batch}
+    if isinstance(model, EntityPoolingClassifier):
+        return model(entities=batch["entities"], **inputs)
+    return model(**inputs).logits
+
+
+def loss(logits: torch.Tensor, batch: dict[str, torch.Tensor], task_type: str) -> torch.Tensor:
+    kind = problem_type(task_type)
+    if kind == "token":
+        return nn.functional.cross_entropy(
+            logits.flatten(0, 1).float(), batch["labels"].flatten(), ignore_index=-100
+        )
+    if kind == "multi_label_classification":
+        return nn.functional.binary_cross_entropy_with_logits(logits.float(), batch["labels"])
+    if kind == "regression":
+        return nn.functional.mse_loss(logits.squeeze(-1).float(), batch["labels"])
+    return nn.functional.cross_entropy(logits.float(), batch["labels"])

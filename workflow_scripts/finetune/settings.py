@@ -1,0 +1,185 @@
+"""Settings of one fine-tuning run: the model, the resolved task and the hyper-parameters."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Optional
+
+import yaml
+
+from ..config.typed import parse, to_dict
+from ..errors import PipelineError
+from ..tasks.spec import TaskSpec
+
+
+@dataclass
+class GridSettings:
+    lr: list[float] = field(
+        default_factory=list, metadata={"help": "learning rates to try (empty = the run's lr)"}
+    )
+    batch_size: list[int] = field(
+        default_factory=list, metadata={"help": "batch sizes to try (empty = the run's batch_size)"}
+    )
+
+    def validate(self, where: str) -> None:
+        if any(v <= 0 for v in self.lr):
+            raise PipelineError(f"{where}.lr: every learning rate must be > 0")
+        if any(v <= 0 for v in self.batch_size):
+            raise PipelineError(f"{where}.batch_size: every batch size must be > 0")
+
+
+@dataclass
+class FinetuneSettings:
+    lr: float = field(default=3e-5, metadata={"help": "peak learning rate of AdamW"})
+    batch_size: int = field(default=32, metadata={"help": "training examples (or windows) per step"})
+    eval_batch_size: int = field(default=64, metadata={"help": "examples per batch when scoring"})
+    epochs: int = field(default=3, metadata={"help": "passes over the training data"})
+    max_steps: Optional[int] = field(
+        default=None, metadata={"help": "cap on optimiser steps (null = epochs decide)"}
+    )
+    eval_every: int = field(
+        default=0, metadata={"help": "score dev every N steps; 0 = once per epoch"}
+    )
+    patience: int = field(
+        default=0,
+        metadata={"help": "stop after this many dev evaluations without improvement; 0 = never"},
+    )
+    warmup_ratio: float = field(
+        default=0.1, metadata={"help": "fraction of steps of linear warm-up before linear decay"}
+    )
+    weight_decay: float = field(
+        default=0.01, metadata={"help": "AdamW weight decay (not applied to biases and LayerNorm)"}
+    )
+    adam_epsilon: float = field(default=1e-8, metadata={"help": "AdamW epsilon"})
+    dropout: float = field(
+        default=0.1, metadata={"help": "dropout of the encoder and the task head"}
+    )
+    grad_clip: float = field(
+        default=1.0, metadata={"help": "clip the gradient norm to this value; 0 = no clipping"}
+    )
+    max_length: Optional[int] = field(
+        default=None, metadata={"help": "maximum sequence length in tokens (null = the task's)"}
+    )
+    tagging: Literal["bio", "io", "bioul"] = field(
+        default="bio",
+        metadata={"help": "tag scheme trained for NER (scored as BIO entities either way)"},
+    )
+    label_all_subtokens: bool = field(
+        default=False,
+        metadata={"help": "train on every sub-token of a word, not only the first"},
+    )
+    window_context: int = field(
+        default=16,
+        metadata={"help": "sub-tokens of context either side of a window of a long sentence"},
+    )
+    re_input: Literal["dummify", "markers"] = field(
+        default="dummify",
+        metadata={"help": "relation input: dummified entities as given, or entity markers around them"},
+    )
+    pooling: Literal["cls", "entity_start", "mention"] = field(
+        default="cls",
+        metadata={
+            "help": "relation representation: [CLS], the two entities' first tokens (their "
+            "markers with re_input: markers), or max pooling over each entity's tokens"
+        },
+    )
+    threshold: float = field(
+        default=0.5, metadata={"help": "multi-label decision threshold on sigmoid outputs"}
+    )
+    group_by_length: bool = field(
+        default=True,
+        metadata={"help": "batch examples of similar length together (less padding)"},
+    )
+    grid: GridSettings = field(
+        default_factory=GridSettings,
+        metadata={"help": "hyper-parameter grid (lr x batch_size), the best chosen on dev; empty = none"},
+    )
+    num_threads: int = field(
+        default=1, metadata={"help": "CPU threads of torch (many runs share a node)"}
+    )
+    device: Literal["auto", "cpu", "cuda"] = field(
+        default="auto", metadata={"help": "where to train; auto = cuda when available"}
+    )
+    precision: Literal["fp32", "bf16", "fp16"] = field(
+        default="fp32", metadata={"help": "autocast precision on GPU (CPU always runs fp32)"}
+    )
+
+    def validate(self, where: str) -> None:
+        positive = {
+            "lr": self.lr, "batch_size": self.batch_size, "eval_batch_size": self.eval_batch_size,
+            "epochs": self.epochs, "num_threads": self.num_threads, "adam_epsilon": self.adam_epsilon,
+        }
+        for key, value in positive.items():
+            if value <= 0:
+                raise PipelineError(f"{where}.{key}: must be > 0, got {value}")
+        if self.max_steps is not None and self.max_steps <= 0:
+            raise PipelineError(f"{where}.max_steps: must be > 0 or null, got {self.max_steps}")
+        for key in ("eval_every", "patience", "window_context"):
+            if getattr(self, key) < 0:
+                raise PipelineError(f"{where}.{key}: must be >= 0, got {getattr(self, key)}")
+        if not 0 <= self.warmup_ratio < 1:
+            raise PipelineError(f"{where}.warmup_ratio: must be in [0, 1), got {self.warmup_ratio}")
+        if not 0 <= self.dropout < 1:
+            raise PipelineError(f"{where}.dropout: must be in [0, 1), got {self.dropout}")
+        if self.weight_decay < 0 or self.grad_clip < 0:
+            raise PipelineError(f"{where}: weight_decay and grad_clip must be >= 0")
+        if not 0 < self.threshold < 1:
+            raise PipelineError(f"{where}.threshold: must be in (0, 1), got {self.threshold}")
+        if self.max_length is not None and self.max_length < 8:
+            raise PipelineError(f"{where}.max_length: {self.max_length} is too short (at least 8)")
+
+
+@dataclass
+class ModelInfo:
+    name: str = field(metadata={"help": "model name (the {model} wildcard)"})
+    restricted: bool = field(
+        default=False, metadata={"help": "the model was trained on credentialed data (MIMIC-III)"}
+    )
+
+
+@dataclass
+class RunSettings:
+    model: ModelInfo = field(metadata={"help": "the model being fine-tuned"})
+    task: TaskSpec = field(metadata={"help": "the resolved task registry entry"})
+    finetune: FinetuneSettings = field(
+        default_factory=FinetuneSettings, metadata={"help": "fine-tuning hyper-parameters"}
+    )
+
+
+def resolve(data: Any, where: str) -> RunSettings:
+    """Build the run settings; the task's default hyper-parameters fill keys the run leaves unset."""
+    if not isinstance(data, dict):
+        raise PipelineError(f"{where}: expected a mapping with keys model, task, finetune")
+    unknown = sorted(set(data) - {"model", "task", "finetune"})
+    if unknown:
+        raise PipelineError(f"{where}: unknown key {unknown[0]!r} (allowed: finetune, model, task)")
+    for key in ("model", "task"):
+        if key not in data:
+            raise PipelineError(f"{where}.{key}: required key is missing")
+    model = parse(ModelInfo, data["model"], f"{where}.model")
+    task = parse(TaskSpec, data["task"], f"{where}.task")
+    explicit = data.get("finetune") or {}
+    if not isinstance(explicit, dict):
+        raise PipelineError(f"{where}.finetune: expected a mapping, got {explicit!r}")
+    try:
+        parse(FinetuneSettings, task.hyper, f"{where}.task.hyper")
+    except PipelineError as exc:
+        raise PipelineError(f"{exc} (task.hyper holds finetune keys)") from exc
+    finetune = parse(FinetuneSettings, {**task.hyper, **explicit}, f"{where}.finetune")
+    return RunSettings(model=model, task=task, finetune=finetune)
+
+
+def load(path: str | Path) -> RunSettings:
+    path = Path(path)
+    if not path.is_file():
+        raise PipelineError(f"{path}: settings file not found")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise PipelineError(f"{path}: not valid YAML ({exc})") from exc
+    return resolve(data, str(path))
+
+
+def as_dict(settings: RunSettings) -> dict[str, Any]:
+    return to_dict(settings)

@@ -1,0 +1,157 @@
+"""The training loop: AdamW with linear warm-up and decay, dev evaluation every N steps, the
+best dev state kept, early stopping. It never sees test data: scoring test is the caller's
+last act, with the state this loop chose."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from transformers import get_linear_schedule_with_warmup
+
+from ..progress import progress
+from . import heads
+from .batching import collate, eval_batches, train_batches
+from .settings import FinetuneSettings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Fit:
+    state: dict[str, torch.Tensor]
+    best_step: int
+    dev: dict[str, float]
+    steps: int
+    history: list[dict[str, Any]] = field(default_factory=list)
+    train_seconds: float = 0.0
+    train_examples: int = 0
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+    # same seed, same GPU: same metrics (cuDNN would otherwise pick kernels by timing)
+    torch.backends.cudnn.deterministic = True
+    torch.backends.cudnn.benchmark = False
+
+
+def autocast(device: torch.device, precision: str):
+    if device.type != "cuda" or precision == "fp32":
+        return contextlib.nullcontext()
+    return torch.autocast("cuda", dtype=torch.bfloat16 if precision == "bf16" else torch.float16)
+
+
+def predict(model, features, task_type: str, pad_id: int, cfg: FinetuneSettings, device) -> list[torch.Tensor]:
+    """Logits per feature (on CPU; token logits cut to the feature's length)."""
+    model.eval()
+    out: list[torch.Tensor | None] = [None] * len(features)
+    lengths = [len(f["input_ids"]) for f in features]
+    with torch.inference_mode(), autocast(device, cfg.precision):
+        for idx in eval_batches(lengths, cfg.eval_batch_size):
+            batch = collate([features[i] for i in idx], pad_id, task_type, device)
+            logits = heads.forward(model, batch).float().cpu()
+            for row, i in enumerate(idx):
+                out[i] = logits[row, : lengths[i]] if logits.dim() == 3 else logits[row]
+    return out  # type: ignore[return-value]
+
+
+def selection_value(metrics: dict[str, float]) -> float:
+    """The dev figure maximised by checkpoint and grid selection (an undefined score ranks last)."""
+    value = metrics.get("score", float("nan"))
+    return -math.inf if value is None or math.isnan(value) else float(value)
+
+
+def _decay_groups(model, weight_decay: float):
+    decay, no_decay = [], []
+    for name, param in model.named_parameters():
+        if not param.requires_grad:
+            continue
+        (no_decay if param.ndim < 2 or "LayerNorm" in name or "layer_norm" in name else decay).append(param)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def _update(model, value, optimizer, scheduler, scaler, grad_clip: float) -> None:
+    if scaler is not None:
+        scaler.scale(value).backward()
+        scaler.unscale_(optimizer)
+    else:
+        value.backward()
+    if grad_clip > 0:
+        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+    if scaler is not None:
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad(set_to_none=True)
+
+
+def fit(model, train, task_type: str, evaluate: Callable[[Any], dict[str, float]], cfg: FinetuneSettings,
+        seed: int, pad_id: int, device: torch.device, label: str = "finetune") -> Fit:
+    """Train ``model`` on ``train`` features; ``evaluate(model)`` scores dev and returns metrics."""
+    rng = np.random.default_rng(seed)
+    lengths = [len(f["input_ids"]) for f in train]
+    per_epoch = math.ceil(len(train) / cfg.batch_size)
+    total = per_epoch * cfg.epochs
+    if cfg.max_steps is not None:
+        total = min(total, cfg.max_steps)
+    every = cfg.eval_every or per_epoch
+    optimizer = torch.optim.AdamW(_decay_groups(model, cfg.weight_decay), lr=cfg.lr, eps=cfg.adam_epsilon)
+    scheduler = get_linear_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * total), total)
+    scaler = torch.amp.GradScaler("cuda") if device.type == "cuda" and cfg.precision == "fp16" else None
+
+    best = Fit(state={}, best_step=0, dev={}, steps=0)
+    best_value, stale, step, seen, running = -math.inf, 0, 0, 0, []
+    start, eval_seconds = time.perf_counter(), 0.0
+    bar = progress(label, total=total, unit="step")
+    stop = False
+    while step < total and not stop:
+        for idx in train_batches(lengths, cfg.batch_size, rng, cfg.group_by_length):
+            model.train()
+            batch = collate([train[i] for i in idx], pad_id, task_type, device)
+            with autocast(device, cfg.precision):
+                value = heads.loss(heads.forward(model, batch), batch, task_type)
+            _update(model, value, optimizer, scheduler, scaler, cfg.grad_clip)
+            step += 1
+            seen += len(idx)
+            running.append(value.detach())  # no .item() here: it would wait for the GPU every step
+            bar.update(1)
+            if step % every == 0 or step == total:
+                tick = time.perf_counter()
+                dev = evaluate(model)
+                loss = torch.stack(running).float().mean().item()
+                running = []
+                best.history.append({"step": step, "loss": loss, "dev": dev})
+                improved = selection_value(dev) > best_value
+                log.info("%s step %d/%d: loss %.4f, dev score %.4f%s", label, step, total, loss,
+                         dev.get("score", float("nan")), " (best)" if improved else "")
+                bar.set_postfix_str(f"loss {loss:.4f} dev {dev.get('score', float('nan')):.4f}")
+                if improved or not best.state:
+                    best_value = selection_value(dev)
+                    best.state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+                    best.best_step, best.dev = step, dev
+                    stale = 0
+                else:
+                    stale += 1
+                if cfg.patience and stale >= cfg.patience:
+                    log.info("%s: early stop at step %d, no dev improvement in %d evaluations",
+                             label, step, stale)
+                    stop = True
+                eval_seconds += time.perf_counter() - tick
+            if stop or step >= total:
+                break
+    bar.close()
+    best.steps = step
+    best.train_seconds = time.perf_counter() - start - eval_seconds
+    best.train_examples = seen
+    return best

@@ -1,0 +1,1 @@
+"""Masked-language-model pretraining: packed data, dynamic masking, the training loop, checkpoints."""

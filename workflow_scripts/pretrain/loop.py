@@ -1,0 +1,332 @@
+"""The training loop shared by pretraining and distillation.
+
+An *objective* is an ``nn.Module`` whose ``forward(input_ids, positions, labels, norms)``
+returns ``(loss, stats)``. ``norms["masked"]`` and ``norms["tokens"]`` are the global
+batch's masked and total token counts divided by the number of processes: a loss summed
+over this micro-batch and divided by them is its share of the global mean (DDP then
+averages over processes). ``stats`` holds detached components normalised the same way,
+``stats["loss"]`` the total. The loop owns everything else: data order, dynamic masking, gradient
+accumulation, data parallelism, mixed precision, schedule, logging, checkpoints,
+SIGTERM, the held-out evaluation.
+
+The loss of a step is the sum over the global batch's masked tokens divided by their
+number, whatever the split into processes and micro-batches, so 2 processes with batch
+b reach the same weights as 1 process with batch 2b.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import resource
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn.parallel import DistributedDataParallel
+
+from ..errors import PipelineError
+from ..progress import progress
+from . import checkpoint as ckpt
+from .data import BlockOrder, PackedBlocks, Specials
+from .dist import Dist
+from .masking import apply_mask, draw, step_generator
+from .model import MLMObjective
+from .settings import PretrainSettings
+
+log = logging.getLogger(__name__)
+
+EVAL_SEED = 20200101  # fixed, so held-out losses of different models are comparable
+# dense bf16/fp16 tensor-core peaks, TFLOP/s
+PEAK_TFLOPS = {"H200": 989.0, "H100": 989.0, "A100": 312.0, "L40S": 362.0, "A10": 125.0, "V100": 125.0, "L4": 121.0}
+SIGTERM_EXIT = 143
+
+
+class Preempted(Exception):
+    """SIGTERM arrived; a checkpoint was written and a re-run resumes from it."""
+
+
+@dataclass
+class Job:
+    settings: PretrainSettings
+    objective: nn.Module
+    model: nn.Module  # the transformers model that is evaluated and exported
+    tokenizer: Any
+    phases: list[PackedBlocks]
+    heldout: PackedBlocks | None
+    state_dir: Path
+    digest: str
+    flops_per_token: Callable[[int], float]
+    dist: Dist = field(default_factory=Dist)
+
+
+def param_groups(module: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+    decay, no_decay = [], []
+    for name, p in module.named_parameters():
+        if not p.requires_grad:
+            continue
+        (no_decay if p.ndim < 2 or "LayerNorm" in name or "layer_norm" in name else decay).append(p)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def lr_lambda(max_steps: int, warmup_ratio: float) -> Callable[[int], float]:
+    warmup = int(warmup_ratio * max_steps)
+
+    def f(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        return max(0.0, (max_steps - step) / max(1, max_steps - warmup))
+
+    return f
+
+
+def peak_tflops(settings: PretrainSettings, device: torch.device) -> float | None:
+    if settings.peak_tflops is not None:
+        return settings.peak_tflops
+    if device.type != "cuda":
+        return None
+    name = torch.cuda.get_device_name(device)
+    return next((v for k, v in PEAK_TFLOPS.items() if k in name), None)
+
+
+def memory_mb(device: torch.device) -> float:
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def autocast(settings: PretrainSettings, device: torch.device):
+    if device.type != "cuda" or settings.precision == "fp32":
+        return contextlib.nullcontext()
+    return torch.autocast("cuda", dtype=torch.bfloat16 if settings.precision == "bf16" else torch.float16)
+
+
+def phase_of(steps_per_phase: list[int], step: int) -> tuple[int, int]:
+    for i, n in enumerate(steps_per_phase):
+        if step < n:
+            return i, step
+        step -= n
+    raise ValueError(step)
+
+
+class _Log:
+    """train_log.jsonl in the state directory, cut back to the resumed step on restart."""
+
+    def __init__(self, path: Path, resume_step: int, enabled: bool) -> None:
+        self.path, self.enabled = path, enabled
+        if not enabled:
+            return
+        kept = []
+        if path.is_file():
+            kept = [line for line in path.read_text().splitlines() if line.strip() and json.loads(line)["step"] <= resume_step]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("".join(line + "\n" for line in kept))
+
+    def write(self, row: dict[str, Any]) -> None:
+        if self.enabled:
+            with open(self.path, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps(row) + "\n")
+
+
+def _shares(settings: PretrainSettings, world: int) -> tuple[int, int]:
+    if settings.batch_size % world:
+        raise PipelineError(f"batch_size: {settings.batch_size} is not divisible by the {world} processes")
+    share = settings.batch_size // world
+    micro = min(settings.micro_batch_size or share, share)
+    if share % micro:
+        raise PipelineError(f"micro_batch_size: {micro} does not divide the per-process batch of {share} sequences")
+    return share, micro
+
+
+def train(job: Job, stop_after: int | None = None) -> dict[str, Any] | None:
+    """Train to ``max_steps`` (resuming from the latest checkpoint); return the summary.
+
+    With ``stop_after`` the run checkpoints and returns None after that many steps in
+    total, as a preempted run would.
+    """
+    s, d = job.settings, job.dist
+    if s.num_threads:
+        torch.set_num_threads(s.num_threads)
+    share, micro = _shares(s, d.world)
+    specials = Specials.of(job.tokenizer, "tokenizer")
+    steps_per_phase = s.phase_steps()
+    objective = job.objective.to(d.device)
+    optimizer = torch.optim.AdamW(
+        param_groups(objective, s.weight_decay), lr=s.peak_lr(), betas=tuple(s.betas), eps=s.eps,
+        fused=d.device.type == "cuda",
+    )
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(s.max_steps, s.warmup_ratio))
+    scaler = torch.amp.GradScaler("cuda", enabled=d.device.type == "cuda" and s.precision == "fp16")
+
+    resumed = ckpt.load_latest(job.state_dir, job.digest, d.rank)
+    start = 0
+    if resumed is not None:
+        objective.load_state_dict(resumed.payload["trainable"])
+        optimizer.load_state_dict(resumed.payload["optimizer"])
+        scheduler.load_state_dict(resumed.payload["scheduler"])
+        if "scaler" in resumed.payload:
+            scaler.load_state_dict(resumed.payload["scaler"])
+        if "rng" in resumed.payload:
+            ckpt.set_rng_state(resumed.payload["rng"])
+        start = resumed.step
+        log.info("resuming from %s (step %d of %d)", resumed.directory, start, s.max_steps)
+    if start >= s.max_steps and stop_after is None:
+        log.info("training already reached max_steps=%d", s.max_steps)
+
+    runner: nn.Module = objective
+    if s.compile:
+        runner = torch.compile(runner)
+    if d.world > 1:
+        runner = DistributedDataParallel(runner, device_ids=[d.local_rank] if d.device.type == "cuda" else None)
+    orders = [BlockOrder(len(p), s.seed, i) for i, p in enumerate(job.phases)]
+    trainlog = _Log(job.state_dir / "train_log.jsonl", start, d.main)
+    peak = peak_tflops(s, d.device)
+
+    def checkpoint(step: int, export: bool = True) -> None:
+        if d.main:
+            payload = {
+                "step": step, "digest": job.digest, "trainable": objective.state_dict(),
+                "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict(),
+            }
+            model = job.model if export and s.export_checkpoints else None
+            ckpt.save_state(job.state_dir, step, payload, model, job.tokenizer)
+        d.barrier()
+        ckpt.save_rng(job.state_dir, step, d.rank)
+        d.barrier()
+        if d.main:
+            ckpt.mark_latest(job.state_dir, step, s.keep_checkpoints)
+
+    term = {"flag": False}
+
+    def on_term(signum, frame) -> None:
+        term["flag"] = True
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    objective.train()
+    acc: dict[str, torch.Tensor] = {}
+    acc_steps, acc_tokens, t_last = 0, 0, time.perf_counter()
+    bar = progress("training", total=s.max_steps, unit="steps") if d.main else None
+    if bar is not None:
+        bar.update(start)
+    try:
+        for step in range(start, s.max_steps):
+            phase, in_phase = phase_of(steps_per_phase, step)
+            data, order = job.phases[phase], orders[phase]
+            L = data.seq_len
+            first = in_phase * s.batch_size + d.rank * share
+            if (in_phase * s.batch_size) // len(data) != ((in_phase + 1) * s.batch_size - 1) // len(data) and d.main:
+                log.info("phase %d: the data wraps into epoch %d at step %d", phase, ((in_phase + 1) * s.batch_size - 1) // len(data), step)
+            toks, flags = data.take(order.indices(first, share))
+            draws = draw(step_generator(s.seed, phase, step), s.batch_size, L, specials.vocab_size).rows(d.rank * share, (d.rank + 1) * share)
+            input_ids = torch.from_numpy(toks)
+            masked, selected = apply_mask(
+                input_ids, torch.from_numpy(flags), draws, mask_prob=s.mask_prob, mask_id=specials.mask,
+                mask_replace_prob=s.mask_replace_prob, random_replace_prob=s.random_replace_prob, whole_word=s.whole_word_mask,
+            )
+            n_masked = d.sum(float(selected.sum()))
+            norms = {"masked": max(n_masked, 1.0) / d.world, "tokens": s.batch_size * L / d.world}
+            n_micro = share // micro
+            for k in range(n_micro):
+                rows = slice(k * micro, (k + 1) * micro)
+                sel = selected[rows].reshape(-1)
+                positions = sel.nonzero().squeeze(1)
+                labels = input_ids[rows].reshape(-1)[positions]
+                sync = contextlib.nullcontext() if d.world == 1 or k == n_micro - 1 else runner.no_sync()
+                with sync:
+                    with autocast(s, d.device):
+                        loss, stats = runner(masked[rows].to(d.device, non_blocking=True), positions.to(d.device),
+                                             labels.to(d.device), norms)
+                    scaler.scale(loss).backward()
+                for key, v in stats.items():  # kept on the device: no synchronisation until a log line
+                    acc[key] = acc.get(key, 0.0) + v
+            if s.grad_clip > 0:
+                scaler.unscale_(optimizer)
+                grad_norm = torch.nn.utils.clip_grad_norm_(objective.parameters(), s.grad_clip)
+            else:
+                grad_norm = None
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad(set_to_none=True)
+            lr = scheduler.get_last_lr()[0]
+            scheduler.step()
+            acc_steps += 1
+            acc_tokens += s.batch_size * L
+            done = step + 1
+            if bar is not None:
+                bar.update(1)
+            if done % s.log_every == 0 or done == s.max_steps:
+                sums = {k: d.sum(float(v)) for k, v in sorted(acc.items())}
+                elapsed = time.perf_counter() - t_last
+                tps = acc_tokens / elapsed
+                row = {
+                    "step": done, "phase": phase, "seq_len": L,
+                    **{k if k == "loss" else f"loss_{k}": v / (d.world * acc_steps) for k, v in sums.items()},
+                    "lr": lr, "grad_norm": None if grad_norm is None else float(grad_norm), "tokens_per_s": tps,
+                    "mfu": (job.flops_per_token(L) * tps / (peak * 1e12 * d.world)) if peak else None,
+                    "memory_mb": memory_mb(d.device), "time": time.time(),
+                }
+                trainlog.write(row)
+                if bar is not None:
+                    bar.set_postfix_str(f"loss {row['loss']:.4f} lr {lr:.2e} {tps:,.0f} tok/s")
+                acc, acc_steps, acc_tokens, t_last = {}, 0, 0, time.perf_counter()
+            if d.any(term["flag"]):
+                checkpoint(done)
+                raise Preempted(f"SIGTERM at step {done}: checkpoint saved in {job.state_dir}; re-run to resume")
+            if done == s.max_steps:
+                checkpoint(done, export=False)  # a re-run after completion only re-exports; the model is the output
+            elif done % s.checkpoint_every == 0:
+                checkpoint(done)
+            if stop_after is not None and done >= stop_after:
+                if done < s.max_steps:
+                    checkpoint(done)
+                return None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        if bar is not None:
+            bar.close()
+    result = {"steps": s.max_steps, "world_size": d.world}
+    if d.main:
+        result.update(evaluate(job))
+    return result
+
+
+@torch.no_grad()
+def evaluate(job: Job) -> dict[str, Any]:
+    """MLM loss per masked token on the held-out blocks, with masks fixed across models."""
+    data = job.heldout
+    if data is None or len(data) == 0:
+        log.warning("no held-out blocks: heldout_fraction is 0 or the held-out documents are shorter than one block")
+        return {"heldout_loss": None, "heldout_blocks": 0, "heldout_masked_tokens": 0}
+    s, device = job.settings, job.dist.device
+    specials = Specials.of(job.tokenizer, "tokenizer")
+    n = min(len(data), s.heldout_max_blocks)
+    objective = MLMObjective(job.model).to(device)
+    was_training = job.model.training
+    job.model.eval()
+    total, count = 0.0, 0.0
+    batch = s.micro_batch_size or min(s.batch_size, 32)
+    for start in range(0, n, batch):
+        idx = np.arange(start, min(start + batch, n))
+        toks, flags = data.take(idx)
+        draws = draw(step_generator(EVAL_SEED, 0, start), len(idx), data.seq_len, specials.vocab_size)
+        input_ids = torch.from_numpy(toks)
+        masked, selected = apply_mask(
+            input_ids, torch.from_numpy(flags), draws, mask_prob=s.mask_prob, mask_id=specials.mask,
+            mask_replace_prob=s.mask_replace_prob, random_replace_prob=s.random_replace_prob, whole_word=s.whole_word_mask,
+        )
+        positions = selected.reshape(-1).nonzero().squeeze(1)
+        with autocast(s, device):
+            _, stats = objective(masked.to(device), positions.to(device), input_ids.reshape(-1)[positions].to(device),
+                                 {"masked": 1.0, "tokens": 1.0})
+        total += float(stats["mlm"])
+        count += len(positions)
+    job.model.train(was_training)
+    loss = total / max(count, 1.0)
+    return {"heldout_loss": loss, "heldout_perplexity": math.exp(min(loss, 50.0)), "heldout_blocks": n, "heldout_masked_tokens": int(count)}

@@ -1,0 +1,122 @@
+"""Build or load the masked-language model, and run its head on masked positions only."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from transformers import AutoModelForMaskedLM, AutoTokenizer, BertConfig, BertForMaskedLM, RobertaConfig, RobertaForMaskedLM
+
+from ..errors import PipelineError
+from .data import Specials
+from .settings import PretrainSettings
+
+log = logging.getLogger(__name__)
+
+
+def load_tokenizer(path: str, where: str):
+    p = Path(path)
+    if not p.is_dir():
+        raise PipelineError(f"{path}: tokenizer directory not found; build the vocabulary first (results/vocab/<name>)")
+    try:
+        return AutoTokenizer.from_pretrained(str(p))
+    except Exception as exc:  # transformers raises many types for unreadable tokenizer dirs
+        raise PipelineError(f"{path}: not a tokenizer directory AutoTokenizer can load ({exc})") from exc
+
+
+def looks_local(ref: str) -> bool:
+    return Path(ref).exists() or ref.startswith((".", "/", "~")) or ref.startswith("results/") or ref.count("/") > 1
+
+
+def load_pretrained(ref: str, role: str, attention: str = "sdpa"):
+    """(model, tokenizer) from a local checkpoint directory or, where reachable, a hub id."""
+    if looks_local(ref) and not Path(ref).is_dir():
+        raise PipelineError(f"{ref}: {role} checkpoint directory not found")
+    try:
+        model = AutoModelForMaskedLM.from_pretrained(ref, attn_implementation=attention)
+        tokenizer = AutoTokenizer.from_pretrained(ref)
+    except Exception as exc:
+        raise PipelineError(f"{ref}: cannot load the {role} model and tokenizer with AutoModelForMaskedLM/AutoTokenizer ({exc})") from exc
+    check_vocab(model, tokenizer, ref)
+    return model, tokenizer
+
+
+def check_vocab(model, tokenizer, where: str) -> None:
+    n_tok, n_emb = len(tokenizer), model.get_input_embeddings().num_embeddings
+    if n_tok > n_emb:
+        raise PipelineError(
+            f"{where}: the tokenizer has {n_tok} tokens but the model's embedding has {n_emb} rows; "
+            "use the tokenizer saved with this model"
+        )
+
+
+def build_model(settings: PretrainSettings, tokenizer, max_seq_len: int) -> nn.Module:
+    """A freshly initialised BERT or RoBERTa masked-language model sized for ``tokenizer``."""
+    sp = Specials.of(tokenizer, "tokenizer")
+    hidden, layers, heads, inter = settings.shape()
+    common = dict(
+        vocab_size=sp.vocab_size,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=inter,
+        hidden_dropout_prob=settings.dropout,
+        attention_probs_dropout_prob=settings.attention_dropout,
+        pad_token_id=sp.pad,
+        layer_norm_eps=1e-12 if settings.architecture == "bert" else 1e-5,
+    )
+    torch.manual_seed(settings.seed)
+    if settings.architecture == "bert":
+        config = BertConfig(max_position_embeddings=max_seq_len, type_vocab_size=2, **common)
+        config._attn_implementation = settings.attention
+        return BertForMaskedLM(config)
+    # RoBERTa's positions start after the padding index
+    config = RobertaConfig(
+        max_position_embeddings=max_seq_len + sp.pad + 1, type_vocab_size=1,
+        bos_token_id=sp.cls, eos_token_id=sp.sep, **common,
+    )
+    config._attn_implementation = settings.attention
+    return RobertaForMaskedLM(config)
+
+
+def mlm_parts(model: nn.Module) -> tuple[nn.Module, nn.Module]:
+    """(encoder, head) of a transformers masked-language model."""
+    for head_name in ("cls", "lm_head"):
+        head = getattr(model, head_name, None)
+        if head is not None:
+            return model.base_model, head
+    raise PipelineError(f"{type(model).__name__}: unsupported model class (expected a BERT- or RoBERTa-style masked LM)")
+
+
+def masked_hidden(hidden: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    return hidden.reshape(-1, hidden.shape[-1]).index_select(0, positions)
+
+
+class MLMObjective(nn.Module):
+    """Cross-entropy on masked positions; the output head sees only those positions."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+        mlm_parts(model)
+
+    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, labels: torch.Tensor, norms: dict[str, float]):
+        encoder, head = mlm_parts(self.model)
+        hidden = encoder(input_ids=input_ids).last_hidden_state
+        logits = head(masked_hidden(hidden, positions))
+        loss = F.cross_entropy(logits.float(), labels, reduction="sum") / norms["masked"]
+        return loss, {"loss": loss.detach(), "mlm": loss.detach()}
+
+
+def non_embedding_params(model: nn.Module) -> int:
+    emb = model.get_input_embeddings().weight.numel()
+    return sum(p.numel() for p in model.parameters()) - emb
+
+
+def train_flops_per_token(model: nn.Module, seq_len: int) -> float:
+    """Forward + backward FLOPs per token: 6N plus attention scores (Kaplan et al. / PaLM appendix B)."""
+    cfg = model.config
+    return 6 * non_embedding_params(model) + 12 * cfg.num_hidden_layers * cfg.hidden_size * seq_len

@@ -1,0 +1,148 @@
+"""Settings of the masked-language-model pretraining step (top-level YAML key ``model.pretrain``).
+
+Defaults follow the papers: AdamW with betas (0.9, 0.98), eps 1e-6, weight decay 0.01,
+warm-up then linear decay to zero, 15% masking with 80/10/10 replacement.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Literal, Optional
+
+from ..errors import PipelineError
+
+# hidden, layers, heads, intermediate; "small" is BERT-small (Turc et al.), tiny suits CPU tests and the demo
+SIZES: dict[str, tuple[int, int, int, int]] = {
+    "tiny": (64, 2, 4, 256),
+    "small": (512, 4, 8, 2048),
+    "base": (768, 12, 12, 3072),
+    "large": (1024, 24, 16, 4096),
+}
+# peak learning rate per size when ``lr`` is not given (Lewis et al.: 6e-4 base, 4e-4 large)
+DEFAULT_LR = {"tiny": 2e-3, "small": 1e-3, "base": 6e-4, "large": 4e-4}
+
+
+@dataclass
+class Phase:
+    seq_len: int = field(default=128, metadata={"help": "Sequence length (tokens per packed block) in this phase."})
+    fraction: float = field(default=1.0, metadata={"help": "Fraction of max_steps spent in this phase."})
+
+
+@dataclass
+class PretrainSettings:
+    architecture: Literal["bert", "roberta"] = field(
+        default="roberta", metadata={"help": "Model family built from scratch (ignored with --init, which keeps its own)."}
+    )
+    size: Literal["tiny", "small", "base", "large"] = field(
+        default="base", metadata={"help": "Preset shape: tiny (64x2), small (512x4), base (768x12), large (1024x24)."}
+    )
+    hidden_size: Optional[int] = field(default=None, metadata={"help": "Hidden width; overrides the size preset."})
+    num_layers: Optional[int] = field(default=None, metadata={"help": "Transformer layers; overrides the size preset."})
+    num_heads: Optional[int] = field(default=None, metadata={"help": "Attention heads; overrides the size preset."})
+    intermediate_size: Optional[int] = field(
+        default=None, metadata={"help": "Feed-forward width; overrides the size preset (default 4 x hidden)."}
+    )
+    dropout: float = field(default=0.1, metadata={"help": "Hidden-state dropout probability."})
+    attention_dropout: float = field(default=0.1, metadata={"help": "Attention-probability dropout."})
+    max_steps: int = field(default=1000, metadata={"help": "Optimiser steps in total, over all phases."})
+    batch_size: int = field(default=32, metadata={"help": "Global batch in sequences per optimiser step (all processes, all accumulation steps)."})
+    micro_batch_size: Optional[int] = field(
+        default=None,
+        metadata={"help": "Sequences per forward pass per process; gradient accumulation makes up the global batch. Default: the whole per-process share."},
+    )
+    phases: list[Phase] = field(
+        default_factory=lambda: [Phase(128, 1.0)],
+        metadata={"help": "Sequence-length schedule, e.g. [{seq_len: 128, fraction: 0.9}, {seq_len: 512, fraction: 0.1}]."},
+    )
+    mask_prob: float = field(default=0.15, metadata={"help": "Fraction of tokens (or words) selected for prediction."})
+    mask_replace_prob: float = field(default=0.8, metadata={"help": "Of the selected tokens, fraction replaced by the mask token."})
+    random_replace_prob: float = field(default=0.1, metadata={"help": "Of the selected tokens, fraction replaced by a random token (the rest stay unchanged)."})
+    whole_word_mask: bool = field(default=False, metadata={"help": "Select whole words (all their sub-word tokens) rather than single tokens."})
+    lr: Optional[float] = field(default=None, metadata={"help": "Peak learning rate (default by size: 2e-3 tiny, 1e-3 small, 6e-4 base, 4e-4 large)."})
+    warmup_ratio: float = field(default=0.06, metadata={"help": "Fraction of max_steps of linear warm-up before linear decay to zero."})
+    weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay (not applied to biases and LayerNorm)."})
+    betas: tuple[float, ...] = field(default=(0.9, 0.98), metadata={"help": "AdamW beta1 and beta2."})
+    eps: float = field(default=1e-6, metadata={"help": "AdamW epsilon."})
+    grad_clip: float = field(default=1.0, metadata={"help": "Clip the global gradient norm to this value (0 disables)."})
+    precision: Literal["fp32", "bf16", "fp16"] = field(
+        default="bf16", metadata={"help": "Autocast precision on GPU; on CPU bf16 and fp16 fall back to fp32."}
+    )
+    compile: bool = field(default=False, metadata={"help": "Wrap the model in torch.compile."})
+    attention: Literal["sdpa", "eager"] = field(default="sdpa", metadata={"help": "Attention kernel: PyTorch scaled-dot-product attention or the eager reference."})
+    checkpoint_every: int = field(default=500, metadata={"help": "Save a resumable checkpoint every N steps (and always on SIGTERM)."})
+    keep_checkpoints: int = field(default=2, metadata={"help": "Resumable checkpoints kept in training_state/ (older ones are deleted)."})
+    export_checkpoints: bool = field(
+        default=True, metadata={"help": "Also save each checkpoint as a transformers model (training_state/step~N/model) usable for fine-tuning."}
+    )
+    log_every: int = field(default=10, metadata={"help": "Write a train_log.jsonl line every N steps."})
+    seed: int = field(default=42, metadata={"help": "Seed for initialisation, data order, masking and dropout."})
+    num_threads: int = field(default=0, metadata={"help": "torch CPU threads (0: leave torch's default)."})
+    heldout_fraction: float = field(default=0.01, metadata={"help": "Fraction of documents held out for the evaluation loss."})
+    heldout_max_blocks: int = field(default=256, metadata={"help": "At most this many held-out blocks are evaluated."})
+    peak_tflops: Optional[float] = field(
+        default=None, metadata={"help": "Device peak TFLOP/s for MFU (default: looked up from the GPU name; none on CPU)."}
+    )
+
+    def shape(self) -> tuple[int, int, int, int]:
+        hidden, layers, heads, inter = SIZES[self.size]
+        hidden = self.hidden_size or hidden
+        return (
+            hidden,
+            self.num_layers or layers,
+            self.num_heads or heads,
+            self.intermediate_size or (inter if self.hidden_size is None else 4 * hidden),
+        )
+
+    def peak_lr(self) -> float:
+        return self.lr if self.lr is not None else DEFAULT_LR[self.size]
+
+    def phase_steps(self) -> list[int]:
+        """Steps per phase; the last phase takes the rounding remainder."""
+        steps = [int(round(p.fraction * self.max_steps)) for p in self.phases]
+        steps[-1] = self.max_steps - sum(steps[:-1])
+        return steps
+
+    def validate(self, where: str) -> None:
+        hidden, layers, heads, inter = self.shape()
+        checks = [
+            (hidden > 0 and layers > 0 and heads > 0 and inter > 0, "hidden_size", "model shape must be positive"),
+            (hidden % heads == 0, "num_heads", f"hidden size {hidden} is not divisible by {heads} heads"),
+            (self.max_steps > 0, "max_steps", "must be positive"),
+            (self.batch_size > 0, "batch_size", "must be positive"),
+            (self.micro_batch_size is None or 0 < self.micro_batch_size <= self.batch_size,
+             "micro_batch_size", "must be between 1 and batch_size"),
+            (bool(self.phases), "phases", "give at least one phase"),
+            (all(p.seq_len >= 8 for p in self.phases), "phases", "seq_len must be at least 8"),
+            (all(p.fraction > 0 for p in self.phases), "phases", "every fraction must be positive"),
+            (math.isclose(sum(p.fraction for p in self.phases), 1.0, abs_tol=1e-6), "phases", "fractions must sum to 1"),
+            (0 < self.mask_prob < 1, "mask_prob", "must be between 0 and 1"),
+            (self.mask_replace_prob >= 0 and self.random_replace_prob >= 0
+             and self.mask_replace_prob + self.random_replace_prob <= 1,
+             "mask_replace_prob", "mask_replace_prob + random_replace_prob must be at most 1"),
+            (self.peak_lr() > 0, "lr", "must be positive"),
+            (0 <= self.warmup_ratio < 1, "warmup_ratio", "must be in [0, 1)"),
+            (self.weight_decay >= 0, "weight_decay", "must be non-negative"),
+            (len(self.betas) == 2 and all(0 <= b < 1 for b in self.betas), "betas", "give two numbers in [0, 1)"),
+            (self.eps > 0, "eps", "must be positive"),
+            (self.grad_clip >= 0, "grad_clip", "must be non-negative (0 disables)"),
+            (self.checkpoint_every > 0, "checkpoint_every", "must be positive"),
+            (self.keep_checkpoints >= 1, "keep_checkpoints", "keep at least one"),
+            (self.log_every > 0, "log_every", "must be positive"),
+            (self.num_threads >= 0, "num_threads", "must be non-negative"),
+            (0 <= self.heldout_fraction < 1, "heldout_fraction", "must be in [0, 1)"),
+            (0 <= self.dropout < 1 and 0 <= self.attention_dropout < 1, "dropout", "must be in [0, 1)"),
+        ]
+        for ok, key, msg in checks:
+            if not ok:
+                raise PipelineError(f"{where}.{key}: {msg}")
+        if min(self.phase_steps()) <= 0:
+            raise PipelineError(f"{where}.phases: a phase gets no steps with max_steps={self.max_steps}; raise max_steps or its fraction")
+
+
+@dataclass
+class ModelEntry:
+    """The ``model`` key of the settings file written by the workflow."""
+
+    name: str = field(metadata={"help": "Model name (the results/pretrain/<name> directory)."})
+    pretrain: PretrainSettings = field(default_factory=PretrainSettings, metadata={"help": "Pretraining recipe."})

@@ -1,0 +1,81 @@
+"""Masked-language-model pretraining, from scratch with a learned vocabulary or continual from a checkpoint.
+
+    python -m workflow_scripts.pretrain.train --settings S.yaml --corpus results/corpus/A [...] \
+        (--tokenizer results/vocab/V | --init MODEL_DIR_OR_HUB_ID) --out results/pretrain/M
+
+Launch with ``torchrun --nproc-per-node N -m workflow_scripts.pretrain.train ...`` for data
+parallelism. Re-running resumes from ``<out>/training_state/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+from typing import Sequence
+
+import torch
+from transformers.utils import logging as hf_logging
+
+from .. import provenance
+from ..cli import run
+from ..config.typed import load_settings, to_dict
+from ..errors import PipelineError
+from . import dist as distributed
+from .loop import Job
+from .model import MLMObjective, build_model, check_vocab, load_pretrained, load_tokenizer
+from .run import digest, execute, flops_fn, load_phases
+from .settings import ModelEntry
+
+log = logging.getLogger("pretrain")
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--settings", required=True, help="YAML with top-level key 'model: {name, pretrain}'")
+    ap.add_argument("--corpus", required=True, nargs="+", help="corpus directories (shard~N.parquet)")
+    src = ap.add_mutually_exclusive_group(required=True)
+    src.add_argument("--tokenizer", help="tokenizer directory: train from scratch with this vocabulary")
+    src.add_argument("--init", help="checkpoint directory (or hub id) to continue pretraining, keeping its vocabulary")
+    ap.add_argument("--out", required=True, help="output model directory")
+    ap.add_argument("--stop-after", type=int, default=None, help=argparse.SUPPRESS)
+    return ap.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    started = provenance.now()
+    args = parse_args(argv)
+    hf_logging.disable_progress_bar()
+    entry = load_settings(args.settings, ModelEntry, "model")
+    s = entry.pretrain
+    if s.num_threads:
+        torch.set_num_threads(s.num_threads)
+    d = distributed.setup()
+    try:
+        out = Path(args.out)
+        max_len = max(p.seq_len for p in s.phases)
+        if args.init:
+            model, tokenizer = load_pretrained(args.init, "--init", s.attention)
+            limit = model.config.max_position_embeddings - (model.config.pad_token_id + 1 if model.config.model_type == "roberta" else 0)
+            if max_len > limit:
+                raise PipelineError(f"{args.settings}: model.pretrain.phases: seq_len {max_len} exceeds the {limit} positions of {args.init}")
+        else:
+            tokenizer = load_tokenizer(args.tokenizer, "--tokenizer")
+            model = build_model(s, tokenizer, max_len)
+            check_vocab(model, tokenizer, args.tokenizer)
+        phases, heldout, data_dirs = load_phases(s, args.corpus, tokenizer, out, d)
+        job = Job(
+            settings=s, objective=MLMObjective(model), model=model, tokenizer=tokenizer, phases=phases, heldout=heldout,
+            state_dir=out / "training_state", digest=digest(s, data_dirs, model, {"init": args.init}),
+            flops_per_token=flops_fn(model), dist=d,
+        )
+        inputs = {"corpus": list(args.corpus), **({"init": args.init} if args.init else {"tokenizer": args.tokenizer}), "settings": args.settings}
+        execute(job, out, step="pretrain", inputs=inputs, params={"name": entry.name, "pretrain": to_dict(s)}, started=started,
+                extra={"model": {"parameters": sum(p.numel() for p in model.parameters()), "config": model.config.to_dict()}},
+                stop_after=args.stop_after)
+    finally:
+        distributed.teardown(d)
+
+
+if __name__ == "__main__":
+    run(main)

@@ -1,0 +1,241 @@
+"""From run results to table cells: one cell per model x task, group means, BLURB scores,
+paired comparisons.
+
+Folded tasks (GAD, EU-ADR): the selection fold only chooses hyper-parameters and is left
+out; the statistic is taken over all runs of the other folds x all seeds (Lewis et al.
+report the median test result over the other 9 folds). Scores are kept as fractions here
+and shown x100 in the tables, as the papers print them.
+
+Published numbers are compared like with like: a published group mean or BLURB score is
+recomputed from the published per-task values of the same member tasks that our value
+averages (for the full task list this equals the printed figure within rounding).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Optional
+
+from .groups import BLURB_TYPE_NAMES, BlurbScore, GroupValue, TaskKind, blurb_score, group_means
+from .metrics import RunResult
+from .reference import ReferenceTable
+from .settings import ReportSettings, RunEntry
+from .stats import Paired, Summary, bootstrap_ci, paired_comparison, summarise
+
+
+@dataclass
+class Cell:
+    model: str
+    task: str
+    runs: list[RunResult]
+    expected: int
+    summary: Optional[Summary]
+    ci: Optional[tuple[float, float]]
+    precision: Optional[float]
+    recall: Optional[float]
+    restricted: bool
+    published: Optional[float] = None
+    published_source: str = ""
+
+    @property
+    def value(self) -> Optional[float]:
+        """The cell's statistic x100, or None when no run has a result."""
+        return None if self.summary is None else 100.0 * self.summary.value
+
+    @property
+    def n(self) -> int:
+        return len(self.runs)
+
+    @property
+    def status(self) -> str:
+        if not self.runs:
+            return "missing"
+        return "incomplete" if self.n < self.expected else "ok"
+
+    @property
+    def note(self) -> str:
+        if self.status == "missing":
+            return f"no results (0/{self.expected} runs)"
+        if self.status == "incomplete":
+            return f"fewer runs than configured ({self.n}/{self.expected})"
+        return ""
+
+    @property
+    def difference(self) -> Optional[float]:
+        if self.value is None or self.published is None:
+            return None
+        return self.value - self.published
+
+
+@dataclass
+class SummaryRow:
+    """Values of a summary row (group or BLURB type) for one model, ours and published."""
+
+    ours: GroupValue
+    published: Optional[GroupValue]
+    restricted: bool
+    incomplete: list[str] = field(default_factory=list)
+
+    @property
+    def difference(self) -> Optional[float]:
+        if self.ours.value is None or self.published is None or self.published.value is None:
+            return None
+        return self.ours.value - self.published.value
+
+    @property
+    def note(self) -> str:
+        notes = [self.ours.note] if self.ours.note else []
+        if self.incomplete:
+            notes.append("fewer runs than configured: " + ", ".join(self.incomplete))
+        return "; ".join(notes)
+
+
+def _published(settings: ReportSettings, model: str, task: str, refs: dict[str, ReferenceTable]) -> tuple[Optional[float], str]:
+    published = settings.models[model].published
+    reference = settings.tasks[task].reference
+    for bench in ("lewis", "blurb"):
+        column, row = getattr(published, bench), getattr(reference, bench)
+        if column and row and bench in refs:
+            value = refs[bench].get(row, column)
+            if value is not None:
+                return value, f"{bench}: {column}"
+    return None, ""
+
+
+def build_cells(
+    settings: ReportSettings, results: list[RunResult], refs: dict[str, ReferenceTable]
+) -> dict[tuple[str, str], Cell]:
+    """One cell per configured model x task, in configuration order."""
+    agg = settings.aggregation
+    by_cell: dict[tuple[str, str], list[RunResult]] = defaultdict(list)
+    for r in results:
+        if r.fold in settings.tasks[r.task].evaluation_folds():
+            by_cell[(r.model, r.task)].append(r)
+    listed: dict[tuple[str, str], int] = defaultdict(int)
+    for run in settings.runs:
+        if run.fold in settings.tasks[run.task].evaluation_folds():
+            listed[(run.model, run.task)] += 1
+    cells = {}
+    for model, m in settings.models.items():
+        for task, t in settings.tasks.items():
+            runs = sorted(by_cell.get((model, task), []), key=lambda r: (r.fold, r.seed))
+            scores = [r.test for r in runs]
+            summary = summarise(scores, agg.statistic) if runs else None
+            ci = bootstrap_ci(scores, agg.statistic, agg.bootstrap_samples, agg.confidence, agg.bootstrap_seed) if runs else None
+            prec = [r.precision for r in runs]
+            rec = [r.recall for r in runs]
+            published, source = _published(settings, model, task, refs)
+            cells[(model, task)] = Cell(
+                model=model,
+                task=task,
+                runs=runs,
+                expected=max(t.expected_runs(), listed.get((model, task), 0)),
+                summary=summary,
+                ci=ci,
+                precision=summarise(prec, agg.statistic).value if runs and None not in prec else None,
+                recall=summarise(rec, agg.statistic).value if runs and None not in rec else None,
+                restricted=m.restricted or t.restricted or any(r.restricted for r in runs),
+                published=published,
+                published_source=source,
+            )
+    return cells
+
+
+def _summary_row(
+    ours: GroupValue, published: Optional[GroupValue], cells: dict[str, Cell]
+) -> SummaryRow:
+    members = [cells[t] for t in ours.members]
+    return SummaryRow(
+        ours=ours,
+        published=published,
+        restricted=any(c.restricted for c in members),
+        incomplete=[f"{c.task} ({c.n}/{c.expected})" for c in members if c.status == "incomplete"],
+    )
+
+
+def lewis_groups(
+    settings: ReportSettings, cells: dict[tuple[str, str], Cell], refs: dict[str, ReferenceTable]
+) -> dict[str, dict[str, SummaryRow]]:
+    """model -> group -> ours and published group mean over the tasks in the lewis benchmark."""
+    tasks = {n: t for n, t in settings.tasks.items() if "lewis" in t.benchmarks}
+    kinds = {n: TaskKind(t.type, t.domain) for n, t in tasks.items()}
+    out = {}
+    for model, m in settings.models.items():
+        mine = {n: cells[(model, n)] for n in tasks}
+        ours = group_means({n: c.value for n, c in mine.items()}, kinds)
+        pub = None
+        if m.published.lewis and "lewis" in refs:
+            ref = refs["lewis"]
+            pub_values = {n: ref.get(t.reference.lewis, m.published.lewis) if t.reference.lewis else None for n, t in tasks.items()}
+            pub = group_means(pub_values, kinds)
+        out[model] = {g: _summary_row(v, pub[g] if pub else None, mine) for g, v in ours.items()}
+    return out
+
+
+def blurb_scores(
+    settings: ReportSettings, cells: dict[tuple[str, str], Cell], refs: dict[str, ReferenceTable]
+) -> dict[str, dict[str, SummaryRow]]:
+    """model -> BLURB type name or 'BLURB score' -> ours and published value."""
+    tasks = {n: t for n, t in settings.tasks.items() if "blurb" in t.benchmarks}
+    types = {n: t.type for n, t in tasks.items()}
+    out = {}
+    for model, m in settings.models.items():
+        mine = {n: cells[(model, n)] for n in tasks}
+        ours = blurb_score({n: c.value for n, c in mine.items()}, types)
+        pub: Optional[BlurbScore] = None
+        if m.published.blurb and "blurb" in refs:
+            ref = refs["blurb"]
+            pub_values = {n: ref.get(t.reference.blurb, m.published.blurb) if t.reference.blurb else None for n, t in tasks.items()}
+            pub = blurb_score(pub_values, types)
+        rows = {
+            BLURB_TYPE_NAMES[ty]: _summary_row(v, pub.types[ty] if pub else None, mine) for ty, v in ours.types.items()
+        }
+        # Listed by task rather than type, so the row can be traced to its runs.
+        rows["BLURB score"] = SummaryRow(
+            ours=GroupValue(ours.score.value, list(tasks), ours.score.missing),
+            published=pub.score if pub else None,
+            restricted=any(r.restricted for r in rows.values()),
+            incomplete=[i for r in rows.values() for i in r.incomplete],
+        )
+        out[model] = rows
+    return out
+
+
+@dataclass
+class Comparison:
+    task: str
+    model_a: str
+    model_b: str
+    cell_a: Cell
+    cell_b: Cell
+    n_pairs: int
+    paired: Optional[Paired]
+    note: str
+
+
+def compare(settings: ReportSettings, cells: dict[tuple[str, str], Cell]) -> list[Comparison]:
+    """Paired comparison per task for every configured pair, on runs sharing fold and seed."""
+    agg = settings.aggregation
+    out = []
+    for a, b in agg.compare:
+        for task in settings.tasks:
+            ca, cb = cells[(a, task)], cells[(b, task)]
+            runs_b = {(r.fold, r.seed): r.test for r in cb.runs}
+            pairs = [(r.test, runs_b[(r.fold, r.seed)]) for r in ca.runs if (r.fold, r.seed) in runs_b]
+            note, paired = "", None
+            if len(pairs) < 2:
+                note = f"{len(pairs)} run(s) with the same fold and seed in both models; need at least 2"
+            else:
+                paired = paired_comparison(
+                    [p[0] for p in pairs], [p[1] for p in pairs], agg.bootstrap_samples, agg.confidence, agg.bootstrap_seed
+                )
+                unpaired = ca.n + cb.n - 2 * len(pairs)
+                if unpaired:
+                    note = f"{unpaired} run(s) without a partner left out"
+            out.append(Comparison(task, a, b, ca, cb, len(pairs), paired, note))
+    return out
+
+
+def missing_runs(missing: list[RunEntry]) -> list[str]:
+    return [f"{r.model} / {r.task} fold {r.fold} seed {r.seed}: {r.metrics} not found" for r in missing]

@@ -1,0 +1,107 @@
+"""Read and check the metrics.json of fine-tuning runs.
+
+A metrics file of the wrong shape is a PipelineError naming the file and the key; a metrics
+file that does not exist is not an error here: the run is reported as missing and the table
+marks the cell.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional
+
+from ..errors import PipelineError
+from .settings import ReportSettings, RunEntry
+
+SCORE_RANGE = (-1.0, 1.0)
+
+
+@dataclass
+class RunResult:
+    model: str
+    task: str
+    fold: int
+    seed: int
+    path: str
+    test: float
+    dev: Optional[float]
+    precision: Optional[float]
+    recall: Optional[float]
+    restricted: bool
+
+
+def _number(data: dict, key: str, path: str, optional: bool = False) -> Optional[float]:
+    if key not in data:
+        if optional:
+            return None
+        raise PipelineError(f"{path}: key {key!r} is missing")
+    value = data[key]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise PipelineError(f"{path}: key {key!r} must be a finite number, got {value!r}")
+    lo, hi = SCORE_RANGE
+    if not lo <= value <= hi:
+        raise PipelineError(
+            f"{path}: key {key!r} = {value!r} is outside [{lo:g}, {hi:g}]; scores are fractions, not percentages"
+        )
+    return float(value)
+
+
+def _dev_score(dev: Optional[dict]) -> Optional[float]:
+    # The dev score is informative only (runs on a selection fold's fixed steps have none).
+    value = (dev or {}).get("score")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _section(data: dict, key: str, path: str) -> dict:
+    section = data.get(key)
+    if not isinstance(section, dict):
+        raise PipelineError(f"{path}: key {key!r} must be a mapping with a 'score', got {section!r}")
+    return section
+
+
+def parse_metrics(data: Any, run: RunEntry, metric: str, path: str) -> RunResult:
+    """Check one metrics.json document against the run it should describe."""
+    if not isinstance(data, dict):
+        raise PipelineError(f"{path}: expected a JSON object, got {type(data).__name__}")
+    for key, expected in (("model", run.model), ("task", run.task), ("fold", run.fold), ("seed", run.seed)):
+        if key in data and data[key] != expected:
+            raise PipelineError(f"{path}: key {key!r} is {data[key]!r} but the run is listed with {expected!r}")
+    if "metric" in data and data["metric"] != metric:
+        raise PipelineError(f"{path}: key 'metric' is {data['metric']!r} but task {run.task} is scored by {metric!r}")
+    test = _section(data, "test", path)
+    dev = data.get("dev")
+    if dev is not None and not isinstance(dev, dict):
+        raise PipelineError(f"{path}: key 'dev' must be a mapping with a 'score', got {dev!r}")
+    return RunResult(
+        model=run.model,
+        task=run.task,
+        fold=run.fold,
+        seed=run.seed,
+        path=path,
+        test=_number(test, "score", f"{path}: test"),
+        dev=_dev_score(dev),
+        precision=_number(test, "precision", f"{path}: test", optional=True),
+        recall=_number(test, "recall", f"{path}: test", optional=True),
+        restricted=bool(data.get("restricted", False)),
+    )
+
+
+def load_runs(settings: ReportSettings, root: Path) -> tuple[list[RunResult], list[RunEntry]]:
+    """All runs whose metrics file exists (checked), and the listed runs without one."""
+    found, missing = [], []
+    for run in settings.runs:
+        path = root / run.metrics
+        if not path.is_file():
+            missing.append(run)
+            continue
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise PipelineError(f"{run.metrics}: not valid JSON ({exc.msg} at line {exc.lineno}); rerun the fine-tuning step") from exc
+        found.append(parse_metrics(data, run, settings.tasks[run.task].metric, run.metrics))
+    return found, missing

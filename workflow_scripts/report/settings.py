@@ -1,0 +1,163 @@
+"""Settings of the report steps (``results/configs/report.yaml``, written by the workflow).
+
+The file's top-level keys are the fields of :class:`ReportSettings`; the tables, the plots
+and the provenance audit all read the same file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Optional
+
+from ..config.typed import load_settings
+from ..errors import PipelineError
+
+TaskType = Literal["ner", "pico", "relation", "similarity", "doc_classification", "qa", "nli"]
+BENCHMARKS = ("lewis", "blurb")
+
+
+@dataclass
+class Published:
+    lewis: Optional[str] = field(
+        default=None,
+        metadata={"help": "Column name of the published counterpart in the Lewis et al. reference CSV (e.g. 'ours-base+PM'), or null."},
+    )
+    blurb: Optional[str] = field(
+        default=None,
+        metadata={"help": "Column name of the published counterpart in the Gu et al. BLURB reference CSV (e.g. 'PubMedBERT-uncased'), or null."},
+    )
+
+
+@dataclass
+class ModelEntry:
+    display: str = field(metadata={"help": "Name shown in table headers and plot legends."})
+    kind: Literal["pretrain", "distill", "external"] = field(
+        default="pretrain", metadata={"help": "How the model was obtained: pretrained here, distilled here, or an external checkpoint."}
+    )
+    published: Published = field(
+        default_factory=Published, metadata={"help": "Published counterparts whose numbers are shown beside ours."}
+    )
+    restricted: bool = field(
+        default=False, metadata={"help": "The model was trained on credentialed data (MIMIC-III...): its results are marked."}
+    )
+
+
+@dataclass
+class TaskReference:
+    lewis: Optional[str] = field(default=None, metadata={"help": "Row name of this task in the Lewis et al. reference CSV (e.g. 'BC5CDR-C.')."})
+    blurb: Optional[str] = field(default=None, metadata={"help": "Row name of this task in the Gu et al. BLURB reference CSV (e.g. 'BC5-chem')."})
+
+
+@dataclass
+class TaskEntry:
+    display: str = field(metadata={"help": "Name shown in table rows and plot titles."})
+    type: TaskType = field(metadata={"help": "Task type; decides the Lewis group (Seq. Lab./Classif.) and the BLURB type."})
+    domain: Literal["pubmed", "clinical"] = field(default="pubmed", metadata={"help": "Text domain; decides the PubMed/Clinical group."})
+    benchmarks: list[str] = field(default_factory=list, metadata={"help": "Benchmarks the task counts towards: lewis (group means) and/or blurb (BLURB score)."})
+    reference: TaskReference = field(default_factory=TaskReference, metadata={"help": "Names of this task in the published reference tables."})
+    metric: str = field(default="f1", metadata={"help": "Name of the test metric; every metrics.json of the task must report the same one."})
+    folds: int = field(default=0, metadata={"help": "Cross-validation folds: 0 for a fixed train/dev/test split (run as fold 0), 10 for GAD and EU-ADR."})
+    selection_fold: Optional[int] = field(
+        default=None, metadata={"help": "Fold used only to choose hyper-parameters; excluded from the statistic (Lewis et al.)."}
+    )
+    restricted: bool = field(default=False, metadata={"help": "Credentialed data (i2b2, MedNLI, MIMIC-III): results are marked in the tables."})
+    seeds: list[int] = field(default_factory=list, metadata={"help": "Fine-tuning seeds configured for the task; fewer runs than seeds x folds are flagged."})
+
+    def validate(self, where: str) -> None:
+        unknown = [b for b in self.benchmarks if b not in BENCHMARKS]
+        if unknown:
+            raise PipelineError(f"{where}.benchmarks: unknown benchmark {unknown[0]!r} (allowed: {', '.join(BENCHMARKS)})")
+        if self.folds < 0:
+            raise PipelineError(f"{where}.folds: must be 0 (fixed split) or a number of folds, got {self.folds}")
+        if self.selection_fold is not None and self.folds < 2:
+            raise PipelineError(f"{where}.selection_fold: a task without cross-validation folds has none to spare; set it to null")
+        if self.selection_fold is not None and not 0 <= self.selection_fold < self.folds:
+            raise PipelineError(f"{where}.selection_fold: {self.selection_fold} is not a fold in 0..{self.folds - 1}")
+        if len(set(self.seeds)) != len(self.seeds):
+            raise PipelineError(f"{where}.seeds: seeds repeat ({self.seeds})")
+
+    def run_folds(self) -> list[int]:
+        """Fold numbers of the runs: 0..folds-1, or just 0 for a fixed split."""
+        return list(range(max(self.folds, 1)))
+
+    def evaluation_folds(self) -> list[int]:
+        """The folds whose test scores enter the statistic."""
+        return [f for f in self.run_folds() if f != self.selection_fold]
+
+    def expected_runs(self) -> int:
+        return len(self.seeds) * len(self.evaluation_folds())
+
+
+@dataclass
+class RunEntry:
+    model: str = field(metadata={"help": "Model name (a key of models)."})
+    task: str = field(metadata={"help": "Task name (a key of tasks)."})
+    seed: int = field(metadata={"help": "Fine-tuning seed."})
+    metrics: str = field(metadata={"help": "Path of the run's metrics.json, relative to the run directory."})
+    fold: int = field(default=0, metadata={"help": "Cross-validation fold (0 for tasks without folds)."})
+
+
+@dataclass
+class Aggregation:
+    statistic: Literal["median", "mean"] = field(
+        default="median", metadata={"help": "Statistic over seeds (and folds) shown in the tables: median (Lewis et al.) or mean (Gu et al.)."}
+    )
+    bootstrap_samples: int = field(default=1000, metadata={"help": "Bootstrap resamples for the confidence interval of each cell and each paired difference."})
+    confidence: float = field(default=0.95, metadata={"help": "Confidence level of the bootstrap intervals."})
+    bootstrap_seed: int = field(default=0, metadata={"help": "Seed of the bootstrap resampling, so tables are reproducible."})
+    compare: list[list[str]] = field(
+        default_factory=list, metadata={"help": "Pairs [MODEL_A, MODEL_B] compared per task on runs with the same seed and fold."}
+    )
+
+    def validate(self, where: str) -> None:
+        if self.bootstrap_samples < 1:
+            raise PipelineError(f"{where}.bootstrap_samples: must be at least 1, got {self.bootstrap_samples}")
+        if not 0.0 < self.confidence < 1.0:
+            raise PipelineError(f"{where}.confidence: must be between 0 and 1, got {self.confidence}")
+        for i, pair in enumerate(self.compare):
+            if len(pair) != 2 or pair[0] == pair[1]:
+                raise PipelineError(f"{where}.compare[{i}]: expected two different model names, got {pair}")
+
+
+@dataclass
+class ReferencePaths:
+    lewis: Optional[str] = field(default=None, metadata={"help": "CSV of Lewis et al. (2020) Table 7 test medians (tasks x models)."})
+    blurb: Optional[str] = field(default=None, metadata={"help": "CSV of Gu et al. (2021) Table 6 BLURB test results (tasks x models)."})
+
+
+@dataclass
+class ReportSettings:
+    models: dict[str, ModelEntry] = field(default_factory=dict, metadata={"help": "Models shown in the tables, by name."})
+    tasks: dict[str, TaskEntry] = field(default_factory=dict, metadata={"help": "Tasks shown in the tables, by name, in display order."})
+    runs: list[RunEntry] = field(default_factory=list, metadata={"help": "Every fine-tuning run expected behind the tables."})
+    aggregation: Aggregation = field(default_factory=Aggregation, metadata={"help": "How runs are summarised and compared."})
+    reference: ReferencePaths = field(default_factory=ReferencePaths, metadata={"help": "Published reference tables."})
+    pretrain_logs: dict[str, str] = field(default_factory=dict, metadata={"help": "Pretraining train_log.jsonl per model, for the loss-curve plot."})
+    vocab_diagnostics: dict[str, str] = field(default_factory=dict, metadata={"help": "diagnostics.json per vocabulary, for the fragmentation plot."})
+
+    def validate(self, where: str) -> None:
+        prefix = f"{where}." if where else ""
+        for i, run in enumerate(self.runs):
+            key = f"{prefix}runs[{i}]"
+            if run.model not in self.models:
+                raise PipelineError(f"{key}.model: {run.model!r} is not in models ({', '.join(self.models)})")
+            if run.task not in self.tasks:
+                raise PipelineError(f"{key}.task: {run.task!r} is not in tasks ({', '.join(self.tasks)})")
+            task = self.tasks[run.task]
+            if run.fold not in task.run_folds():
+                raise PipelineError(f"{key}.fold: {run.fold} is not a fold of {run.task} (0..{task.run_folds()[-1]})")
+        seen: dict[tuple, int] = {}
+        for i, run in enumerate(self.runs):
+            ident = (run.model, run.task, run.fold, run.seed)
+            if ident in seen:
+                raise PipelineError(f"{prefix}runs[{i}]: same model, task, fold and seed as runs[{seen[ident]}]")
+            seen[ident] = i
+        for i, (a, b) in enumerate(self.aggregation.compare):
+            for name in (a, b):
+                if name not in self.models:
+                    raise PipelineError(f"{prefix}aggregation.compare[{i}]: {name!r} is not in models")
+
+
+def load(path: str | Path) -> ReportSettings:
+    return load_settings(path, ReportSettings)

@@ -1,0 +1,300 @@
+"""Median tables, group means, the BLURB score, spread and paired comparisons.
+
+Usage: python -m workflow_scripts.report.tables --settings results/configs/report.yaml --out results/tables
+
+Writes to --out: medians.{csv,md,tex} (tasks x models as in Lewis et al. Table 7, group means
+at the bottom of the Markdown/LaTeX; the CSV has one row per model x task with the number of
+runs, the published value and the difference), groups.{csv,md,tex}, blurb.{csv,md,tex},
+spread.csv, comparisons.csv, missing.md and provenance.json (written last). How runs are
+aggregated is described in ``aggregate``; the group and BLURB definitions in ``groups``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Sequence
+
+from .. import provenance
+from ..cli import run
+from ..atomic import write_text
+from ..config.typed import to_dict
+from . import render
+from .aggregate import Cell, SummaryRow, blurb_scores, build_cells, compare, lewis_groups, missing_runs
+from .groups import GROUPS
+from .metrics import RunResult, load_runs
+from .reference import BLURB_TASKS, LEWIS_TASKS, ReferenceTable, read_reference
+from .render import INCOMPLETE, NO_VALUE, RESTRICTED
+from .settings import ReportSettings, RunEntry, load
+
+log = logging.getLogger(__name__)
+CSV_DIGITS = 4
+
+
+@dataclass
+class Built:
+    written: list[Path]
+    results: list[RunResult]
+    missing: list[RunEntry]
+    cells: dict[tuple[str, str], Cell]
+
+
+def _r(value: Optional[float]) -> Optional[float]:
+    return None if value is None else round(value, CSV_DIGITS)
+
+
+def _pct(fraction: Optional[float]) -> Optional[float]:
+    return None if fraction is None else _r(100.0 * fraction)
+
+
+def load_references(settings: ReportSettings, root: Path) -> dict[str, ReferenceTable]:
+    """Read the configured reference CSVs and check every name that points into them."""
+    refs = {}
+    for bench in ("lewis", "blurb"):
+        path = getattr(settings.reference, bench)
+        if path:
+            refs[bench] = read_reference(root / path)
+    for name, m in settings.models.items():
+        for bench, table in refs.items():
+            column = getattr(m.published, bench)
+            if column:
+                table.require_model(column, f"models.{name}.published.{bench}")
+    for name, t in settings.tasks.items():
+        for bench, table in refs.items():
+            row = getattr(t.reference, bench)
+            if row:
+                table.require_row(row, f"tasks.{name}.reference.{bench}")
+        kind = LEWIS_TASKS.get(t.reference.lewis or "")
+        if kind and (kind.type, kind.domain) != (t.type, t.domain):
+            log.warning("tasks.%s: type %s/%s differs from %s in Lewis et al. (%s/%s); its group follows ours",
+                        name, t.type, t.domain, t.reference.lewis, kind.type, kind.domain)
+        blurb_type = BLURB_TASKS.get(t.reference.blurb or "")
+        if blurb_type and blurb_type != t.type:
+            log.warning("tasks.%s: type %s differs from %s in BLURB (%s); its BLURB type follows ours",
+                        name, t.type, t.reference.blurb, blurb_type)
+    return refs
+
+
+def _marks(restricted: bool, incomplete: bool) -> str:
+    return (RESTRICTED if restricted else "") + (INCOMPLETE if incomplete else "")
+
+
+def _cell_display(cell: Cell, published: Optional[float], digits: int) -> render.DisplayCell:
+    return render.with_published(cell.value, published, digits), _marks(cell.restricted, cell.status != "ok")
+
+
+def _row_display(row: SummaryRow, digits: int) -> render.DisplayCell:
+    if row.ours.value is None:
+        text = row.ours.note if not row.ours.members else f"{NO_VALUE} ({row.ours.note})"
+    else:
+        pub = row.published.value if row.published else None
+        text = render.with_published(row.ours.value, pub, digits)
+    return text, _marks(row.restricted, bool(row.ours.missing or row.incomplete))
+
+
+def _published_note(settings: ReportSettings, *benches: str) -> list[str]:
+    """Legend naming each model's published counterpart (the first of ``benches`` it names)."""
+    named = []
+    for m in settings.models.values():
+        column = next((getattr(m.published, b) for b in benches if getattr(m.published, b)), None)
+        if column:
+            named.append(f"{m.display} ↔ {column}")
+    if not named:
+        return []
+    return ["In parentheses: published value and our difference (" + "; ".join(named) + ")."]
+
+
+def medians_table(settings: ReportSettings, cells: dict, groups: dict, out: Path) -> list[Path]:
+    stat = settings.aggregation.statistic
+    header = ["model", "model_display", "task", "task_display", "metric", "statistic", "value", "n", "expected_n",
+              "status", "published", "published_source", "difference", "restricted", "note"]
+    rows = [
+        {
+            "model": c.model, "model_display": settings.models[c.model].display, "task": c.task,
+            "task_display": settings.tasks[c.task].display, "metric": settings.tasks[c.task].metric, "statistic": stat,
+            "value": _r(c.value), "n": c.n, "expected_n": c.expected, "status": c.status, "published": c.published,
+            "published_source": c.published_source, "difference": _r(c.difference), "restricted": c.restricted,
+            "note": c.note,
+        }
+        for c in cells.values()
+    ]
+    models = list(settings.models)
+    display = [[(t.display, "")] + [_cell_display(cells[(m, name)], cells[(m, name)].published, 1) for m in models] for name, t in settings.tasks.items()]
+    if any("lewis" in t.benchmarks for t in settings.tasks.values()):
+        display += [[(f"Mean ({g})", "")] + [_row_display(groups[m][g], 1) for m in models] for g in GROUPS]
+    title = f"Test results, {stat} over seeds (x100)"
+    return render.write_table(
+        out, "medians", header, rows, title, ["Task"] + [settings.models[m].display for m in models], display,
+        _published_note(settings, "lewis", "blurb"),
+    )
+
+
+def summary_table(
+    settings: ReportSettings, summaries: dict, out: Path, stem: str, bench: str, label: str, title: str, digits: int,
+    extra_rows: Sequence[Sequence[render.DisplayCell]] = (), row_header: str = "",
+) -> list[Path]:
+    header = ["model", "model_display", label, "value", "published", "published_source", "difference",
+              "members", "missing", "restricted", "note"]
+    rows = []
+    for model, by_name in summaries.items():
+        column = getattr(settings.models[model].published, bench)
+        for name, row in by_name.items():
+            rows.append({
+                "model": model, "model_display": settings.models[model].display, label: name,
+                "value": _r(row.ours.value), "published": _r(row.published.value) if row.published else None,
+                "published_source": column or "", "difference": _r(row.difference),
+                "members": ";".join(row.ours.members), "missing": ";".join(row.ours.missing),
+                "restricted": row.restricted, "note": row.note,
+            })
+    models = list(settings.models)
+    names = list(next(iter(summaries.values())).keys()) if summaries else []
+    display = list(extra_rows) + [[(n, "")] + [_row_display(summaries[m][n], digits) for m in models] for n in names]
+    return render.write_table(
+        out, stem, header, rows, title, [row_header or label.capitalize()] + [settings.models[m].display for m in models], display,
+        _published_note(settings, bench),
+    )
+
+
+def blurb_task_rows(settings: ReportSettings, cells: dict, refs: dict) -> list[list[render.DisplayCell]]:
+    """Per-task rows of the BLURB table, beside the Gu et al. value of each task."""
+    rows = []
+    for name, t in settings.tasks.items():
+        if "blurb" not in t.benchmarks:
+            continue
+        row = [(t.display, "")]
+        for model, m in settings.models.items():
+            pub = refs["blurb"].get(t.reference.blurb, m.published.blurb) if "blurb" in refs and m.published.blurb and t.reference.blurb else None
+            row.append(_cell_display(cells[(model, name)], pub, 2))
+        rows.append(row)
+    return rows
+
+
+def spread_csv(settings: ReportSettings, cells: dict, out: Path) -> Path:
+    agg = settings.aggregation
+    header = ["model", "task", "statistic", "value", "mean", "std", "min", "max", "n", "expected_n", "ci_low", "ci_high",
+              "confidence", "bootstrap_samples", "precision", "recall", "status", "restricted"]
+    rows = []
+    for c in cells.values():
+        s = c.summary
+        rows.append({
+            "model": c.model, "task": c.task, "statistic": agg.statistic, "value": _r(c.value),
+            "mean": _pct(s.mean if s else None), "std": _pct(s.std if s else None), "min": _pct(s.min if s else None),
+            "max": _pct(s.max if s else None), "n": c.n, "expected_n": c.expected,
+            "ci_low": _pct(c.ci[0] if c.ci else None), "ci_high": _pct(c.ci[1] if c.ci else None),
+            "confidence": agg.confidence, "bootstrap_samples": agg.bootstrap_samples,
+            "precision": _pct(c.precision), "recall": _pct(c.recall), "status": c.status, "restricted": c.restricted,
+        })
+    path = out / "spread.csv"
+    write_text(path, render.csv_text(header, rows))
+    return path
+
+
+def comparisons_csv(settings: ReportSettings, cells: dict, out: Path) -> Path:
+    agg = settings.aggregation
+    header = ["task", "model_a", "model_b", "statistic", "value_a", "value_b", "difference", "n_pairs",
+              "mean_paired_difference", "ci_low", "ci_high", "confidence", "p_sign_flip", "wins_a", "wins_b",
+              "beyond_noise", "note"]
+    rows = []
+    for c in compare(settings, cells):
+        p = c.paired
+        diff = None if c.cell_a.value is None or c.cell_b.value is None else c.cell_a.value - c.cell_b.value
+        rows.append({
+            "task": c.task, "model_a": c.model_a, "model_b": c.model_b, "statistic": agg.statistic,
+            "value_a": _r(c.cell_a.value), "value_b": _r(c.cell_b.value), "difference": _r(diff),
+            "n_pairs": c.n_pairs,
+            "mean_paired_difference": _r(100 * p.mean_diff) if p else None,
+            "ci_low": _r(100 * p.ci_low) if p else None, "ci_high": _r(100 * p.ci_high) if p else None,
+            "confidence": agg.confidence, "p_sign_flip": _r(p.p_sign_flip) if p else None,
+            "wins_a": p.wins if p else None, "wins_b": p.losses if p else None,
+            "beyond_noise": p.beyond_noise if p else None, "note": c.note,
+        })
+    path = out / "comparisons.csv"
+    write_text(path, render.csv_text(header, rows))
+    return path
+
+
+def missing_report(settings: ReportSettings, missing, cells: dict, groups: dict, blurb: dict) -> str:
+    """Everything that keeps a number out of the tables or rests on fewer runs than configured."""
+    runs = [f"- metrics file missing: {m}" for m in missing_runs(missing)]
+    runs += [f"- {c.model} / {c.task}: {c.note}" for c in cells.values() if c.status != "ok"]
+    summaries = [
+        f"- {model} {kind} {name}: {row.ours.note}"
+        for kind, table in (("group", groups), ("BLURB", blurb))
+        for model, rows in table.items()
+        for name, row in rows.items()
+        if row.ours.value is None
+    ]
+    for line in runs:
+        log.warning(line[2:])
+    return "\n".join([
+        "# Missing results", "",
+        "## Runs", "", *(runs or ["Every configured run has a result."]), "",
+        "## Group means and BLURB scores not computed", "",
+        *(summaries or ["Every group mean and BLURB score was computed."]), "",
+    ])
+
+
+def build(settings: ReportSettings, out: Path, root: Path = Path(".")) -> Built:
+    """Compute every table from the runs and write them to ``out``."""
+    refs = load_references(settings, root)
+    results, missing = load_runs(settings, root)
+    if not results and settings.runs:
+        log.warning("none of the %d listed runs has a metrics file yet", len(settings.runs))
+    cells = build_cells(settings, results, refs)
+    groups = lewis_groups(settings, cells, refs)
+    blurb = blurb_scores(settings, cells, refs)
+    out.mkdir(parents=True, exist_ok=True)
+    stat = settings.aggregation.statistic
+    written = medians_table(settings, cells, groups, out)
+    written += summary_table(settings, groups, out, "groups", "lewis", "group",
+                             f"Group means of per-task {stat}s (x100), as in Lewis et al.", 1)
+    written += summary_table(settings, blurb, out, "blurb", "blurb", "type",
+                             f"BLURB: per-task {stat}s, per-type means and the BLURB score (x100)", 2,
+                             blurb_task_rows(settings, cells, refs), "Task / type")
+    written.append(spread_csv(settings, cells, out))
+    written.append(comparisons_csv(settings, cells, out))
+    written.append(out / "missing.md")
+    write_text(written[-1], missing_report(settings, missing, cells, groups, blurb))
+    return Built(written, results, missing, cells)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.report.tables", description=__doc__.splitlines()[0])
+    parser.add_argument("--settings", required=True, help="report settings YAML (results/configs/report.yaml)")
+    parser.add_argument("--out", required=True, help="output directory (results/tables)")
+    parser.add_argument("--root", default=".", help="run directory the paths in the settings are relative to")
+    args = parser.parse_args(argv)
+    started = provenance.now()
+    settings = load(args.settings)
+    root, out = Path(args.root), Path(args.out)
+    built = build(settings, out, root)
+    written, results, missing, cells = built.written, built.results, built.missing, built.cells
+    inputs: dict = {"settings": args.settings, "metrics": [str(root / r.path) for r in results]}
+    for bench in ("lewis", "blurb"):
+        if getattr(settings.reference, bench):
+            inputs[f"reference_{bench}"] = str(root / getattr(settings.reference, bench))
+    evaluated = {(r.model, r.task, r.fold, r.seed) for c in cells.values() for r in c.runs}
+    provenance.record(
+        out,
+        step="report.tables",
+        inputs=inputs,
+        params=to_dict(settings.aggregation),
+        outputs=written,
+        restricted=any(c.restricted and c.n for c in cells.values()),
+        started=started,
+        extra={
+            "runs": [
+                {"model": r.model, "task": r.task, "fold": r.fold, "seed": r.seed, "metrics": str(root / r.path),
+                 "score": r.test, "used": (r.model, r.task, r.fold, r.seed) in evaluated}
+                for r in results
+            ],
+            "missing_runs": missing_runs(missing),
+        },
+    )
+    log.info("wrote %d tables from %d runs (%d missing) to %s", len(written), len(results), len(missing), out)
+
+
+if __name__ == "__main__":
+    run(main)

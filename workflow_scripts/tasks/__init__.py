@@ -1,0 +1,1 @@
+"""Benchmark tasks: the registry, readers of canonical distribution formats, normalised data and metrics."""

@@ -1,0 +1,326 @@
+"""Convert one task's raw files to normalised JSONL splits with a data card.
+
+Usage: python -m workflow_scripts.tasks.prepare --settings S.yaml --raw results/raw/tasks/T
+       --out results/tasks/T
+
+A split path in the task spec is a file or folder under the raw directory. It may
+- point inside an archive: ``datasets.tar.gz/datasets/NER/BC2GM/train.tsv`` (.zip, .tar,
+  .tar.gz, .tgz; only the named member, or folder, is extracted to a temporary folder);
+- name a fold: ``{fold}`` is replaced by 0..folds-1, ``{fold1}`` by 1..folds;
+- carry a reader selector after ``#`` (``ebm_nlp_2_00.tar.gz/ebm_nlp_2_00#train``);
+- join several sources with ``+`` (``7B1_golden.json+7B2_golden.json``);
+- hold out part of another split: ``holdout:<n or fraction>:<path>`` takes a fixed subset of
+  that file's examples (by a hash of their ids, the same on every machine) as dev; a train
+  split reading the same path then leaves those examples out. Ids of the form
+  ``<document>:<n>`` are held out by whole documents. Used where a release has no
+  dev set (the GAD and EU-ADR folds, EBM-NLP), so nothing is ever chosen on test data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import logging
+import tarfile
+import tempfile
+import zipfile
+from collections import Counter
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from .. import provenance
+from ..atomic import atomic_dir, write_json, write_jsonl
+from ..cli import run
+from ..config.typed import load_settings, to_dict
+from ..errors import PipelineError
+from .readers import get_reader
+from .spec import SPLITS, TaskSpec
+
+log = logging.getLogger(__name__)
+ARCHIVES = (".tar.gz", ".tgz", ".tar", ".zip")
+
+
+def _is_archive(name: str) -> bool:
+    return name.endswith(ARCHIVES)
+
+
+def _member_name(name: str) -> str:
+    return name[2:] if name.startswith("./") else name.rstrip("/")
+
+
+def _extract(archive: Path, member: str, dest: Path, shown: str) -> None:
+    """Extract ``member`` (a file, or a folder with everything under it) of ``archive`` into
+    ``dest``; refuse members that would land outside ``dest``."""
+
+    def wanted(name: str) -> bool:
+        name = _member_name(name)
+        return name == member or name.startswith(member + "/")
+
+    try:
+        if archive.name.endswith(".zip"):
+            with zipfile.ZipFile(archive) as zf:
+                names = [n for n in zf.namelist() if wanted(n)]
+                for n in names:
+                    if Path(n).is_absolute() or ".." in Path(n).parts:
+                        raise PipelineError(f"{shown}: unsafe member path {n!r}; refusing to extract")
+                zf.extractall(dest, members=names)
+        else:
+            with tarfile.open(archive) as tf:
+                members = [m for m in tf.getmembers() if wanted(m.name)]
+                names = [m.name for m in members]
+                tf.extractall(dest, members=members, filter="data")
+    except (tarfile.TarError, zipfile.BadZipFile, OSError) as exc:
+        raise PipelineError(f"{shown}: cannot extract ({exc}); download it again") from exc
+    if not names:
+        raise PipelineError(
+            f"{shown}: the archive has no member {member!r}; check the task's split paths against the release"
+        )
+
+
+class RawFiles:
+    """Finds the files a task's split paths name: in the raw dir, the user's local copy of
+    credentialed data, or inside archives (each extracted once)."""
+
+    def __init__(self, spec: TaskSpec, raw: Path, tmp: Path) -> None:
+        self.spec, self.raw, self.tmp = spec, raw, tmp
+        self.extracted: dict[tuple[Path, str], Path] = {}
+        self.used: dict[str, Path] = {}
+
+    def _source(self, first: str) -> Path:
+        candidates = [self.raw / first]
+        if self.spec.source.local_dir:
+            candidates.append(Path(self.spec.source.local_dir).expanduser() / first)
+        for c in candidates:
+            if c.exists():
+                self.used[first] = c
+                return c
+        where = " or ".join(str(c.parent) for c in candidates)
+        if self.spec.restricted:
+            raise PipelineError(
+                f"task {self.spec.name}: {first} not found in {where}. This is credentialed data: "
+                f"{self.spec.source.access or 'obtain access from the data provider'}; then set "
+                f"tasks.{self.spec.name}.source.local_dir to the folder holding your copy"
+            )
+        hint = f" ({self.spec.source.access})" if self.spec.source.access else ""
+        raise PipelineError(
+            f"task {self.spec.name}: {first} not found in {where}; run the download step for this "
+            f"task first (snakemake results/raw/tasks/{self.spec.name}){hint}"
+        )
+
+    def resolve(self, rel: str) -> tuple[Path, str]:
+        """Absolute path of ``rel`` (extracting what it names from an archive) and its display name."""
+        parts = Path(rel).parts
+        if not parts or Path(rel).is_absolute() or ".." in parts:
+            raise PipelineError(f"tasks.{self.spec.name}.splits: {rel!r} must be a relative path in the raw dir")
+        current = self._source(parts[0])
+        for i in range(1, len(parts)):
+            if current.is_file() and _is_archive(current.name):
+                member = "/".join(parts[i:])
+                current = self._unpack(current, member, "/".join(parts[:i])) / member
+                break
+            current = current / parts[i]
+            if not current.exists():
+                raise PipelineError(
+                    f"task {self.spec.name}: {'/'.join(parts[: i + 1])} not found "
+                    f"(split path {rel!r}); check the registry's splits against the release"
+                )
+        return current, rel
+
+    def _unpack(self, archive: Path, member: str, shown: str) -> Path:
+        key = (archive, member)
+        if key not in self.extracted:
+            dest = Path(tempfile.mkdtemp(prefix="extract-", dir=self.tmp))
+            log.info("extracting %s from %s", member, shown)
+            _extract(archive, member, dest, shown)
+            self.extracted[key] = dest
+        return self.extracted[key]
+
+
+def _group(record_id: str) -> str:
+    return record_id.split(":", 1)[0]
+
+
+def _held_out(ids: list[str], amount: str, where: str) -> set[str]:
+    """Ids of a fixed subset: ``amount`` groups (or that fraction of them), ranked by sha256."""
+    try:
+        value = float(amount)
+    except ValueError:
+        raise PipelineError(f"{where}: holdout amount {amount!r} is not a number or fraction") from None
+    groups = sorted({_group(i) for i in ids})
+    n = int(round(value * len(groups))) if value < 1 else int(value)
+    if not 0 < n < len(groups):
+        raise PipelineError(f"{where}: holding out {n} of {len(groups)} examples leaves no train or no dev")
+    ranked = sorted(groups, key=lambda g: hashlib.sha256(g.encode("utf-8")).hexdigest())
+    chosen = set(ranked[:n])
+    return {i for i in ids if _group(i) in chosen}
+
+
+def read_split_paths(spec: TaskSpec, paths: dict[str, str], files: RawFiles) -> dict[str, list[dict]]:
+    """Read train/dev/test given their (fold-resolved) split paths."""
+    sources = {split: path.split(":", 2)[2] if path.startswith("holdout:") else path for split, path in paths.items()}
+    for split in ("train", "dev"):
+        if sources[split] == sources["test"]:
+            # The bug that scored HoC on its dev file, or chose checkpoints on test folds.
+            raise PipelineError(
+                f"tasks.{spec.name}.splits: {split} and test both read {sources['test']!r}; "
+                "a model would be chosen or trained on test data"
+            )
+    reader = get_reader(spec.format, f"tasks.{spec.name}.format")
+    cache: dict[str, list[dict]] = {}
+
+    def load(path: str) -> list[dict]:
+        if path not in cache:
+            records = []
+            for part in path.split("+"):
+                rel, _, selector = part.partition("#")
+                location, name = files.resolve(rel)
+                records += reader(location, spec, name=name, selector=selector or None)
+            cache[path] = records
+        return cache[path]
+
+    holdouts: dict[str, set[str]] = {}
+    out: dict[str, list[dict]] = {}
+    for split in SPLITS:
+        path = paths[split]
+        if path.startswith("holdout:"):
+            _, amount, source = path.split(":", 2)
+            records = load(source)
+            ids = [r["id"] for r in records]
+            if len(set(ids)) != len(ids):
+                raise PipelineError(f"task {spec.name}: {source} has duplicate ids; cannot hold out by id")
+            keep = _held_out(ids, amount, f"tasks.{spec.name}.splits.{split}")
+            holdouts[source] = keep
+            out[split] = [r for r in records if r["id"] in keep]
+    for split in SPLITS:
+        path = paths[split]
+        if not path.startswith("holdout:"):
+            held = holdouts.get(path, set())
+            out[split] = [r for r in load(path) if r["id"] not in held]
+    return out
+
+
+def _distribution(spec: TaskSpec, records: list[dict]) -> dict[str, Any]:
+    if spec.type in ("ner", "pico"):
+        tags = Counter(t for r in records for t in r["tags"])
+        card: dict[str, Any] = {"words": sum(len(r["tokens"]) for r in records), "tags": dict(sorted(tags.items()))}
+        if spec.type == "ner":
+            mentions = Counter(t[2:] for r in records for t in r["tags"] if t.startswith("B-"))
+            card["mentions"] = dict(sorted(mentions.items()))
+        return card
+    if spec.type == "doc_classification":
+        labels = Counter(x for r in records for x in r["labels"])
+        return {"labels": dict(sorted(labels.items())), "no_label": sum(1 for r in records if not r["labels"])}
+    if spec.type == "similarity":
+        scores = [r["score"] for r in records]
+        if not scores:
+            return {"score": {}}
+        return {"score": {"min": min(scores), "mean": sum(scores) / len(scores), "max": max(scores)}}
+    return {"labels": dict(sorted(Counter(r["label"] for r in records).items()))}
+
+
+def _count(key: str, split_card: dict[str, Any]) -> int:
+    if key.endswith("_mentions"):
+        return sum(split_card.get("mentions", {}).values())
+    return split_card["examples"]
+
+
+def check_counts(spec: TaskSpec, cards: dict[str, dict[str, Any]], where: str = "") -> dict[str, Any]:
+    """Compare split sizes with the registry's expected counts; a mismatch stops the run."""
+    for key, expected in spec.expected_counts.items():
+        split = key.removesuffix("_mentions")
+        found = _count(key, cards[split])
+        if found != expected:
+            what = "entity mentions" if key.endswith("_mentions") else "examples"
+            raise PipelineError(
+                f"task {spec.name}{where}: split {split} has {found} {what}, expected {expected} "
+                f"(tasks.{spec.name}.expected_counts.{key}); the raw files differ from the release "
+                "the registry describes: check the download, or correct expected_counts"
+            )
+    return {"expected": dict(spec.expected_counts), "status": "ok" if spec.expected_counts else "not recorded"}
+
+
+def _duplicate_ids(spec: TaskSpec, split: str, records: list[dict]) -> None:
+    seen: set[str] = set()
+    for r in records:
+        if r["id"] in seen:
+            raise PipelineError(f"task {spec.name}: split {split} has the id {r['id']!r} twice; ids must be unique")
+        seen.add(r["id"])
+
+
+def write_splits(spec: TaskSpec, splits: dict[str, list[dict]], dest: Path, where: str = "") -> dict[str, Any]:
+    dest.mkdir(parents=True, exist_ok=True)
+    cards = {}
+    for split in SPLITS:
+        records = splits[split]
+        if not records:
+            raise PipelineError(f"task {spec.name}{where}: split {split} is empty; check its path in the registry")
+        _duplicate_ids(spec, split, records)
+        write_jsonl(dest / f"{split}.jsonl", records)
+        cards[split] = {"examples": len(records), **_distribution(spec, records)}
+    return {"splits": cards, "count_check": check_counts(spec, cards, where)}
+
+
+def fold_paths(spec: TaskSpec, fold: Optional[int]) -> dict[str, str]:
+    if fold is None:
+        return dict(spec.splits)
+    return {s: p.replace("{fold1}", str(fold + 1)).replace("{fold}", str(fold)) for s, p in spec.splits.items()}
+
+
+def prepare(spec: TaskSpec, raw: Path, out: Path) -> dict[str, Any]:
+    """Write ``out`` (atomically): the JSONL splits (per fold for folded tasks), data_card.json
+    and provenance.json. Returns the data card."""
+    started = provenance.now()
+    raw = Path(raw)
+    if not raw.is_dir() and not spec.source.local_dir:
+        raise PipelineError(f"task {spec.name}: raw folder {raw} not found; run the download step first")
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with ExitStack() as stack:
+        # Archives are unpacked beside the output, not in a possibly small system /tmp.
+        tmp = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=f".prepare-{spec.name}-", dir=out.parent)))
+        files = RawFiles(spec, raw, tmp)
+        dest = stack.enter_context(atomic_dir(out))
+        card: dict[str, Any] = {
+            "task": spec.name, "type": spec.type, "format": spec.format, "metric": spec.metric,
+            "restricted": spec.restricted,
+        }
+        if spec.folds:
+            card["folds"] = {}
+            for k in range(spec.folds):
+                splits = read_split_paths(spec, fold_paths(spec, k), files)
+                card["folds"][str(k)] = write_splits(spec, splits, dest / f"fold~{k}", f" fold {k}")
+            card["selection_fold"] = spec.selection_fold
+        else:
+            card.update(write_splits(spec, read_split_paths(spec, fold_paths(spec, None), files), dest))
+        write_json(dest / "data_card.json", card)
+        outputs = sorted(p for p in dest.rglob("*") if p.is_file())
+        provenance.record(
+            dest,
+            step="tasks.prepare",
+            inputs={"raw": sorted(str(p) for p in files.used.values())},
+            params={"task": to_dict(spec)},
+            restricted=spec.restricted,
+            started=started,
+            extra={"outputs": [
+                {"path": str(out / p.relative_to(dest)), "sha256": provenance.sha256_file(p), "bytes": p.stat().st_size}
+                for p in outputs
+            ]},
+        )
+    return card
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--settings", required=True, help="YAML with top-level key 'task': one resolved TaskSpec")
+    parser.add_argument("--raw", required=True, help="the task's raw folder (results/raw/tasks/<task>)")
+    parser.add_argument("--out", required=True, help="output folder (results/tasks/<task>)")
+    args = parser.parse_args(argv)
+    spec = load_settings(args.settings, TaskSpec, "task")
+    card = prepare(spec, Path(args.raw), Path(args.out))
+    sizes = card.get("splits") or card["folds"]["0"]["splits"]
+    log.info("%s: %s", spec.name, ", ".join(f"{s} {sizes[s]['examples']}" for s in SPLITS))
+
+
+if __name__ == "__main__":
+    run(main)

@@ -1,0 +1,570 @@
+"""Readers of the benchmark tasks' canonical distribution formats.
+
+Each reader turns one split file (or directory) into normalised records of the task's type
+(see ``spec.py``). ``name`` is how the file is shown in errors (an archive member is shown
+inside its archive), so a malformed line is reported as ``name:line``. ``selector`` is the
+part after ``#`` in a split path, for formats where one directory holds several splits.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import OrderedDict
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable, Iterator, Optional
+
+from ..errors import PipelineError
+from .spec import TaskSpec
+
+Record = dict
+Reader = Callable[..., list[Record]]
+
+_TAG = re.compile(r"^(?:O|[BIES](?:-.+)?)$")
+_PLACEHOLDER = re.compile(r"@[A-Za-z][A-Za-z_-]*\$")
+
+
+def _text(path: Path, name: str) -> str:
+    """The file's text exactly as stored (no newline translation: i2b2 offsets count every
+    character); undecodable bytes are reported with their line."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise PipelineError(f"{name}:{line}: not valid UTF-8 text") from exc
+
+
+def _lines(path: Path, name: str) -> Iterator[tuple[int, str]]:
+    lines = _text(path, name).split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    # Only newlines end a line: str.splitlines would also split on form feeds or U+2028
+    # inside a sentence and shift every later line number.
+    for number, line in enumerate(lines, start=1):
+        yield number, line.rstrip("\r")
+
+
+def _check_label(label: str, spec: TaskSpec, where: str) -> str:
+    if spec.labels and label not in spec.labels:
+        raise PipelineError(
+            f"{where}: label {label!r} is not one of the task's labels "
+            f"({', '.join(spec.labels)}); fix the file or the registry's labels"
+        )
+    return label
+
+
+# --------------------------------------------------------------------------- token tagging
+
+@lru_cache(maxsize=None)
+def _types(labels: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(sorted({t[2:] for t in labels if t[:2] in ("B-", "I-")}))
+
+
+def _entity_type(spec: TaskSpec, where: str) -> str:
+    types = _types(tuple(spec.labels))
+    if len(types) != 1:
+        raise PipelineError(
+            f"{where}: untyped tag, but the task's labels name {len(types)} entity types; "
+            "list exactly one type in labels (e.g. O, B-Disease, I-Disease)"
+        )
+    return types[0]
+
+
+def _normalise_tag(tag: str, spec: TaskSpec, where: str) -> str:
+    if not _TAG.match(tag):
+        raise PipelineError(f"{where}: {tag!r} is not a BIO/IOBES tag (O, B-Type, I-Type, B, I)")
+    if tag == "O":
+        return tag
+    prefix, _, kind = tag.partition("-")
+    kind = kind or _entity_type(spec, where)
+    # IOBES sources: a single-token entity starts an entity, an end token continues one.
+    prefix = {"S": "B", "E": "I"}.get(prefix, prefix)
+    return _check_label(f"{prefix}-{kind}", spec, where)
+
+
+def read_conll(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None,
+               untyped: bool = False) -> list[Record]:
+    """CoNLL-style token/tag TSV (MTL-Bioinformatics-2016, BioBERT and BLURB NER releases):
+    one ``token<TAB>tag`` per line (extra middle columns ignored), a blank line between
+    sentences, ``-DOCSTART-`` lines skipped. Untyped tags (``B``/``I``) get the task's single
+    entity type; IOBES tags are converted to BIO. ``untyped`` drops the source's entity types
+    (JNLPBA as BLURB and Lewis et al. score it: one mention class)."""
+    records: list[Record] = []
+    tokens: list[str] = []
+    tags: list[str] = []
+    stem = Path(name).stem
+
+    def flush() -> None:
+        if tokens:
+            records.append({"id": f"{stem}-{len(records)}", "tokens": list(tokens), "tags": list(tags)})
+            tokens.clear()
+            tags.clear()
+
+    for number, line in _lines(path, name):
+        if not line.strip():
+            flush()
+            continue
+        if line.startswith("-DOCSTART-"):
+            flush()
+            continue
+        parts = line.split("\t") if "\t" in line else line.split()
+        where = f"{name}:{number}"
+        if len(parts) < 2 or not parts[0].strip() or not parts[-1].strip():
+            raise PipelineError(f"{where}: expected 'token<TAB>tag', got {line!r}")
+        tag = parts[-1].strip()
+        if untyped and tag[:2] in ("B-", "I-", "E-", "S-"):
+            tag = tag[0]
+        tokens.append(parts[0].strip())
+        tags.append(_normalise_tag(tag, spec, where))
+    flush()
+    return records
+
+
+def read_conll_untyped(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None) -> list[Record]:
+    """CoNLL token/tag TSV whose entity types are replaced by the task's single type."""
+    return read_conll(path, spec, name=name, selector=selector, untyped=True)
+
+
+PICO_ELEMENTS = (("participants", "PAR"), ("interventions", "INT"), ("outcomes", "OUT"))
+# A word inside two elements keeps the more specific, usually nested one.
+PICO_PRIORITY = ("INT", "OUT", "PAR")
+
+
+def read_ebm_nlp(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None) -> list[Record]:
+    """EBM-NLP 2.0 release (EBM-PICO): ``documents/<PMID>.tokens`` holds the words of an
+    abstract; ``annotations/aggregated/starting_spans/<element>/<selector>/<PMID>.AGGREGATED.ann``
+    one label per word (0 = outside) for each of participants, interventions, outcomes.
+    ``selector`` is the annotation subset: ``train`` or ``test/gold``. One record per abstract
+    with word-level tags PAR, INT, OUT or O."""
+    if not selector:
+        raise PipelineError(f"{name}: EBM-NLP split paths need a subset, e.g. '{name}#train'")
+    spans = path / "annotations" / "aggregated" / "starting_spans"
+    first = spans / PICO_ELEMENTS[0][0] / selector
+    if not first.is_dir():
+        raise PipelineError(f"{name}#{selector}: no annotation folder {first.relative_to(path)}")
+    pmids = sorted((p.name.split(".")[0] for p in first.glob("*.ann")), key=lambda s: (len(s), s))
+    records = []
+    for pmid in pmids:
+        token_file = path / "documents" / f"{pmid}.tokens"
+        if not token_file.is_file():
+            raise PipelineError(f"{name}/documents/{pmid}.tokens: missing (annotated in {selector})")
+        words = _text(token_file, f"{name}/documents/{pmid}.tokens").split()
+        marks: dict[str, list[bool]] = {}
+        for folder, short in PICO_ELEMENTS:
+            ann = spans / folder / selector / f"{pmid}.AGGREGATED.ann"
+            shown = f"{name}/{ann.relative_to(path)}"
+            if not ann.is_file():
+                raise PipelineError(f"{shown}: missing; every abstract needs all three PIO files")
+            labels = _text(ann, shown).split()
+            if len(labels) != len(words):
+                raise PipelineError(
+                    f"{shown}:1: {len(labels)} labels for the {len(words)} words of {pmid}.tokens"
+                )
+            if not all(x.isdigit() for x in labels):
+                bad = next(x for x in labels if not x.isdigit())
+                raise PipelineError(f"{shown}:1: label {bad!r} is not a number")
+            marks[short] = [x != "0" for x in labels]
+        tags = []
+        for i in range(len(words)):
+            tag = next((t for t in PICO_PRIORITY if marks[t][i]), "O")
+            tags.append(_check_label(tag, spec, f"{name}/documents/{pmid}.tokens"))
+        records.append({"id": pmid, "tokens": words, "tags": tags})
+    return records
+
+
+# --------------------------------------------------------------------------- TSV classification
+
+def _header(line: str, required: tuple[str, ...]) -> Optional[dict[str, int]]:
+    cols = [c.strip().lower() for c in line.split("\t")]
+    if all(r in cols for r in required):
+        return {c: i for i, c in enumerate(cols)}
+    return None
+
+
+def read_blue_tsv(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None) -> list[Record]:
+    """BLUE-style relation TSV with dummified entities (ChemProt, DDI, i2b2-2010 relations;
+    GAD and EU-ADR folds as BioBERT ships them): an optional ``index<TAB>sentence<TAB>label``
+    header, rows ``index<TAB>sentence<TAB>label`` or ``sentence<TAB>label``. Entity
+    placeholders (``@CHEMICAL$``, ``@GENE$``, ``@DRUG$``...) are kept and located. A pair
+    listed again (one pair, two relations) keeps every row; repeats get ids ``<index>~2``, ...."""
+    records: list[Record] = []
+    columns: Optional[dict[str, int]] = None
+    stem = Path(name).stem
+    seen: dict[str, int] = {}
+    for number, line in _lines(path, name):
+        where = f"{name}:{number}"
+        if not line.strip():
+            continue
+        if number == 1:
+            columns = _header(line, ("sentence", "label"))
+            if columns is not None:
+                continue
+        parts = line.split("\t")
+        if columns is not None:
+            if len(parts) != len(columns):
+                raise PipelineError(f"{where}: expected {len(columns)} tab-separated columns, got {len(parts)}")
+            index = parts[columns["index"]] if "index" in columns else f"{stem}-{number}"
+            text, label = parts[columns["sentence"]], parts[columns["label"]]
+        elif len(parts) == 3:
+            index, text, label = parts
+        elif len(parts) == 2:
+            (text, label), index = parts, f"{stem}-{number}"
+        else:
+            raise PipelineError(f"{where}: expected 'sentence<TAB>label' or 'index<TAB>sentence<TAB>label'")
+        label = label.strip()
+        if not text.strip() or not label:
+            raise PipelineError(f"{where}: empty sentence or label")
+        entities = [
+            {"start": m.start(), "end": m.end(), "type": m.group(0)[1:-1]}
+            for m in _PLACEHOLDER.finditer(text)
+        ]
+        index = index.strip()
+        seen[index] = seen.get(index, 0) + 1
+        records.append({
+            "id": index if seen[index] == 1 else f"{index}~{seen[index]}", "text": text,
+            "label": _check_label(label, spec, where), "entities": entities,
+        })
+    return records
+
+
+def read_hoc(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None) -> list[Record]:
+    """Hallmarks of Cancer TSV as BLUE and BLURB ship it: ``labels<TAB>sentence<TAB>index``
+    with ``index`` = ``<PMID>_<sentence>`` and ``labels`` either hallmark names or
+    ``<k>_<0|1>`` flags for the k-th label, comma-separated. Sentences are joined into one
+    record per abstract whose labels are the union of its sentences' labels."""
+    docs: "OrderedDict[str, dict]" = OrderedDict()
+    columns = {"labels": 0, "sentence": 1, "index": 2}
+    for number, line in _lines(path, name):
+        where = f"{name}:{number}"
+        if not line.strip():
+            continue
+        if number == 1:
+            header = _header(line, ("labels", "sentence", "index"))
+            if header is not None:
+                columns = header
+                continue
+        parts = line.split("\t")
+        if len(parts) != max(columns.values()) + 1:
+            raise PipelineError(f"{where}: expected 'labels<TAB>sentence<TAB>index', got {len(parts)} columns")
+        raw, sentence, index = (parts[columns[k]].strip() for k in ("labels", "sentence", "index"))
+        if "_" not in index:
+            raise PipelineError(f"{where}: index {index!r} is not '<document>_<sentence>'")
+        labels = set()
+        for item in filter(None, (x.strip() for x in raw.split(","))):
+            flag = re.fullmatch(r"(\d+)_([01])", item)
+            if flag:
+                k = int(flag.group(1))
+                if k >= len(spec.labels):
+                    raise PipelineError(f"{where}: label flag {item!r} but the task lists {len(spec.labels)} labels")
+                if flag.group(2) == "1":
+                    labels.add(spec.labels[k])
+            else:
+                labels.add(_check_label(item, spec, where))
+        doc = docs.setdefault(index.split("_", 1)[0], {"sentences": [], "labels": set()})
+        doc["sentences"].append(sentence)
+        doc["labels"] |= labels
+    order = {label: i for i, label in enumerate(spec.labels)}
+    return [
+        {"id": doc_id, "text": " ".join(d["sentences"]),
+         "labels": sorted(d["labels"], key=lambda x: (order.get(x, len(order)), x))}
+        for doc_id, d in docs.items()
+    ]
+
+
+def read_biosses(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None) -> list[Record]:
+    """BIOSSES as BLUE ships it (the STS-B TSV layout): a header naming at least
+    ``sentence1``, ``sentence2`` and ``score`` (others such as ``index``, ``genre`` ignored);
+    the score is the mean of five annotators on 0-4."""
+    records: list[Record] = []
+    columns: Optional[dict[str, int]] = None
+    stem = Path(name).stem
+    for number, line in _lines(path, name):
+        where = f"{name}:{number}"
+        if columns is None:
+            columns = _header(line, ("sentence1", "sentence2", "score"))
+            if columns is None:
+                raise PipelineError(f"{where}: expected a header with sentence1, sentence2 and score")
+            continue
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        if len(parts) != len(columns):
+            raise PipelineError(f"{where}: expected {len(columns)} tab-separated columns, got {len(parts)}")
+        try:
+            score = float(parts[columns["score"]])
+        except ValueError:
+            raise PipelineError(f"{where}: score {parts[columns['score']]!r} is not a number") from None
+        index = parts[columns["index"]].strip() if "index" in columns else f"{stem}-{number}"
+        records.append({
+            "id": index, "text_a": parts[columns["sentence1"]].strip(),
+            "text_b": parts[columns["sentence2"]].strip(), "score": score,
+        })
+    if columns is None:
+        raise PipelineError(f"{name}:1: empty file; expected a header with sentence1, sentence2 and score")
+    return records
+
+
+# --------------------------------------------------------------------------- JSON formats
+
+def _load_json(path: Path, name: str):
+    try:
+        return json.loads(_text(path, name))
+    except json.JSONDecodeError as exc:
+        raise PipelineError(f"{name}:{exc.lineno}: not valid JSON ({exc.msg})") from exc
+
+
+def _json_where(path: Path, name: str, key: str) -> str:
+    """``name:line`` of the line naming ``key``; searched only when there is an error to report."""
+    needle = json.dumps(key)
+    for number, line in enumerate(_text(path, name).split("\n"), start=1):
+        if needle in line:
+            return f"{name}:{number}"
+    return f"{name}:1"
+
+
+def _json_label(label: str, spec: TaskSpec, path: Path, name: str, key: str) -> str:
+    if spec.labels and label not in spec.labels:
+        _check_label(label, spec, _json_where(path, name, key))
+    return label
+
+
+def read_pubmedqa(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None) -> list[Record]:
+    """PubMedQA JSON (ori_pqal.json and the split files): an object mapping PMID to
+    ``{"QUESTION", "CONTEXTS": [...], "final_decision": yes|no|maybe, ...}``. The selector
+    ``in:<file>`` or ``notin:<file>`` keeps the PMIDs that are (not) keys of another JSON
+    object in the same folder (``test_ground_truth.json`` names the 500 test questions)."""
+    data = _load_json(path, name)
+    if not isinstance(data, dict):
+        raise PipelineError(f"{name}:1: expected a JSON object mapping PMID to a question")
+    if selector:
+        mode, _, other = selector.partition(":")
+        if mode not in ("in", "notin") or not other:
+            raise PipelineError(f"{name}#{selector}: selector must be 'in:<file>' or 'notin:<file>'")
+        ids = _load_json(path.parent / other, str(Path(name).parent / other))
+        if not isinstance(ids, dict):
+            raise PipelineError(f"{Path(name).parent / other}:1: expected a JSON object keyed by PMID")
+        data = {k: v for k, v in data.items() if (k in ids) == (mode == "in")}
+    records = []
+    for pmid, item in data.items():
+        if not isinstance(item, dict):
+            raise PipelineError(f"{_json_where(path, name, pmid)}: entry {pmid} is not an object")
+        missing = [k for k in ("QUESTION", "CONTEXTS", "final_decision") if k not in item]
+        if missing:
+            raise PipelineError(f"{_json_where(path, name, pmid)}: entry {pmid} lacks {missing[0]!r}")
+        if not isinstance(item["CONTEXTS"], list):
+            raise PipelineError(f"{_json_where(path, name, pmid)}: entry {pmid}: CONTEXTS must be a list of passages")
+        label = str(item["final_decision"]).strip().lower()
+        records.append({
+            "id": str(pmid), "question": str(item["QUESTION"]).strip(),
+            "context": " ".join(str(c).strip() for c in item["CONTEXTS"]),
+            "label": _json_label(label, spec, path, name, pmid),
+        })
+    return records
+
+
+def read_bioasq(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None) -> list[Record]:
+    """BioASQ Task B JSON: ``{"questions": [{"id", "body", "type", "exact_answer",
+    "snippets": [{"text"}, ...]}, ...]}``; the yes/no questions, each with its snippets
+    joined as the context."""
+    data = _load_json(path, name)
+    if not isinstance(data, dict) or not isinstance(data.get("questions"), list):
+        raise PipelineError(f"{name}:1: expected a JSON object with a 'questions' list")
+    records = []
+    for i, q in enumerate(data["questions"]):
+        if not isinstance(q, dict) or q.get("type") != "yesno":
+            continue
+        qid = str(q.get("id", i))
+        missing = [k for k in ("body", "exact_answer", "snippets") if k not in q]
+        if missing:
+            raise PipelineError(f"{_json_where(path, name, qid)}: question {qid} lacks {missing[0]!r}")
+        answer = q["exact_answer"]
+        answer = answer[0] if isinstance(answer, list) and answer else answer
+        label = str(answer).strip().lower()
+        context = " ".join(str(s.get("text", "")).strip() for s in q["snippets"] if isinstance(s, dict))
+        records.append({
+            "id": qid, "question": str(q["body"]).strip(), "context": context,
+            "label": _json_label(label, spec, path, name, qid),
+        })
+    return records
+
+
+def read_mednli(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None) -> list[Record]:
+    """MedNLI JSONL (the SNLI layout): one object per line with ``sentence1``, ``sentence2``,
+    ``gold_label`` and ``pairID``."""
+    records = []
+    for number, line in _lines(path, name):
+        where = f"{name}:{number}"
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise PipelineError(f"{where}: not valid JSON ({exc.msg})") from exc
+        if not isinstance(item, dict):
+            raise PipelineError(f"{where}: expected a JSON object")
+        missing = [k for k in ("sentence1", "sentence2", "gold_label") if k not in item]
+        if missing:
+            raise PipelineError(f"{where}: missing {missing[0]!r}")
+        records.append({
+            "id": str(item.get("pairID", f"{Path(name).stem}-{number}")),
+            "text_a": item["sentence1"], "text_b": item["sentence2"],
+            "label": _check_label(str(item["gold_label"]), spec, where),
+        })
+    return records
+
+
+# --------------------------------------------------------------------------- i2b2 clinical NER
+
+def _words_with_tags(line: str, char_tags: list[str]) -> tuple[list[str], list[str]]:
+    """Whitespace words of ``line``; a word takes the tag of its first tagged character."""
+    words, tags = [], []
+    for m in re.finditer(r"\S+", line):
+        inside = [t for t in char_tags[m.start():m.end()] if t != "O"]
+        words.append(m.group(0))
+        tags.append(inside[0] if inside else "O")
+    return words, tags
+
+
+def _tag_line(raw: str, tag_id: str) -> int:
+    at = raw.find(f'id="{tag_id}"')
+    return raw.count("\n", 0, at) + 1 if at >= 0 else 1
+
+
+def _xml_documents(path: Path) -> list[Path]:
+    return sorted(path.rglob("*.xml")) if path.is_dir() else [path]
+
+
+def read_i2b2_xml(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None) -> list[Record]:
+    """i2b2 2012 (temporal events) and 2014 (de-identification) XML: ``<TEXT><![CDATA[...]]>``
+    and ``<TAGS>`` whose children carry 0-based ``start``/``end`` character offsets into the
+    text. ``selector`` = ``<element>:<attribute>``: which tags are entities and which attribute
+    is their type (``EVENT:type`` for 2012, ``*:TYPE`` for the PHI of 2014). One record per
+    line of the text (i2b2 puts one sentence per line); ids are ``<document>:<line>`` so
+    dev hold-outs take whole documents."""
+    import xml.etree.ElementTree as ET
+
+    element, _, attribute = (selector or "").partition(":")
+    if not element or not attribute:
+        raise PipelineError(f"{name}: i2b2 XML split paths need '#<element>:<attribute>', e.g. '#EVENT:type'")
+    records = []
+    for doc in _xml_documents(path):
+        shown = f"{name}/{doc.relative_to(path)}" if path.is_dir() else name
+        raw = _text(doc, shown)
+        start = raw.find("<![CDATA[")
+        end = raw.find("]]>", start)
+        if start < 0 or end < 0:
+            raise PipelineError(f"{shown}:1: no <TEXT><![CDATA[...]]></TEXT> section")
+        text = raw[start + len("<![CDATA["):end]
+        # The text may hold characters XML forbids; parse the tags with the text cut out.
+        try:
+            root = ET.fromstring(raw[:start] + raw[end + 3:])
+        except ET.ParseError as exc:
+            raise PipelineError(f"{shown}:{exc.position[0]}: not well-formed XML ({exc})") from exc
+        char_tags = ["O"] * len(text)
+        tags = root.find("TAGS")
+        for tag in (list(tags) if tags is not None else []):
+            if element != "*" and tag.tag != element:
+                continue
+            kind = (tag.get(attribute) or "").strip()
+            if not kind:
+                continue
+            tag_id = tag.get("id", tag.tag)
+            where = f"{shown}:{_tag_line(raw, tag_id)}: tag {tag_id}"
+            try:
+                a, b = int(tag.get("start", "")), int(tag.get("end", ""))
+            except ValueError:
+                raise PipelineError(f"{where} has no integer start/end") from None
+            if not 0 <= a < b <= len(text):
+                raise PipelineError(f"{where}: offsets {a}-{b} lie outside the text")
+            label = _check_label(f"B-{kind}", spec, where)
+            char_tags[a] = label
+            for i in range(a + 1, b):
+                char_tags[i] = f"I-{kind}"
+        offset = 0
+        for number, line in enumerate(text.split("\n"), start=1):
+            words, word_tags = _words_with_tags(line, char_tags[offset:offset + len(line)])
+            offset += len(line) + 1
+            if words:
+                records.append({"id": f"{doc.stem}:{number}", "tokens": words, "tags": _bio(word_tags)})
+    return records
+
+
+def _bio(tags: list[str]) -> list[str]:
+    """Repair word tags so every entity starts with B- (a word-level cut can lose the B)."""
+    out = []
+    for i, tag in enumerate(tags):
+        if tag.startswith("I-") and (i == 0 or out[-1][2:] != tag[2:]):
+            tag = "B-" + tag[2:]
+        out.append(tag)
+    return out
+
+
+_CONCEPT = re.compile(r'^c="(.*)" (\d+):(\d+) (\d+):(\d+)\|\|t="([^"]+)"$')
+
+
+def read_i2b2_concepts(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None) -> list[Record]:
+    """i2b2/VA 2010 concepts: ``<doc>.txt`` (one sentence per line, whitespace-tokenised) and
+    ``<doc>.con`` lines ``c="text" line:word line:word||t="problem|test|treatment"`` (lines
+    1-based, words 0-based, inclusive). Files are searched under ``path``, or under the
+    comma-separated subfolders given as selector (the test release keeps texts and concepts
+    in separate folders). Ids are ``<document>:<line>``."""
+    roots = [path / s for s in selector.split(",")] if selector else [path]
+    texts: dict[str, Path] = {}
+    concepts: dict[str, Path] = {}
+    for root in roots:
+        if not root.is_dir():
+            raise PipelineError(f"{name}: folder {root.relative_to(path) if root != path else root} not found")
+        texts.update({p.stem: p for p in root.rglob("*.txt")})
+        concepts.update({p.stem: p for p in root.rglob("*.con")})
+    if not concepts:
+        raise PipelineError(f"{name}: no .con concept files found")
+    records = []
+    for stem in sorted(concepts):
+        if stem not in texts:
+            raise PipelineError(f"{name}: {stem}.con has no matching {stem}.txt")
+        lines = [line.split() for line in _text(texts[stem], f"{name}/{stem}.txt").split("\n")]
+        tags = [["O"] * len(words) for words in lines]
+        con = concepts[stem]
+        shown = f"{name}/{con.relative_to(path)}"
+        for number, line in _lines(con, shown):
+            if not line.strip():
+                continue
+            m = _CONCEPT.match(line.strip())
+            if not m:
+                raise PipelineError(f"{shown}:{number}: expected 'c=\"...\" L:W L:W||t=\"type\"'")
+            l1, w1, l2, w2, kind = int(m[2]), int(m[3]), int(m[4]), int(m[5]), m[6]
+            if l1 != l2 or not 1 <= l1 <= len(lines) or not 0 <= w1 <= w2 < len(lines[l1 - 1]):
+                raise PipelineError(f"{shown}:{number}: span {l1}:{w1} {l2}:{w2} is not within one line of {stem}.txt")
+            tags[l1 - 1][w1] = _check_label(f"B-{kind}", spec, f"{shown}:{number}")
+            for w in range(w1 + 1, w2 + 1):
+                tags[l1 - 1][w] = f"I-{kind}"
+        for number, (words, word_tags) in enumerate(zip(lines, tags), start=1):
+            if words:
+                records.append({"id": f"{stem}:{number}", "tokens": words, "tags": word_tags})
+    return records
+
+
+READERS: dict[str, Reader] = {
+    "conll": read_conll,
+    "conll_untyped": read_conll_untyped,
+    "i2b2_xml": read_i2b2_xml,
+    "i2b2_concepts": read_i2b2_concepts,
+    "ebm_nlp": read_ebm_nlp,
+    "blue_tsv": read_blue_tsv,
+    "hoc": read_hoc,
+    "biosses": read_biosses,
+    "pubmedqa": read_pubmedqa,
+    "bioasq": read_bioasq,
+    "mednli": read_mednli,
+}
+
+
+def get_reader(format: str, where: str = "format") -> Reader:
+    try:
+        return READERS[format]
+    except KeyError:
+        raise PipelineError(
+            f"{where}: unknown task format {format!r}; known formats: {', '.join(sorted(READERS))}"
+        ) from None

@@ -1,0 +1,140 @@
+"""The task contract shared by the task registry, task preparation and fine-tuning."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, Optional
+
+from ..errors import PipelineError
+
+TASK_TYPES = ("ner", "pico", "relation", "similarity", "doc_classification", "qa", "nli")
+SPLITS = ("train", "dev", "test")
+
+
+@dataclass
+class SourceFile:
+    url: Optional[str] = field(
+        default=None,
+        metadata={
+            "help": "http(s)/file URL, or a path relative to the run directory (the demo)"
+        },
+    )
+    sha256: Optional[str] = field(
+        default=None,
+        metadata={"help": "expected sha256 of the file; null = unknown (recorded on download)"},
+    )
+
+
+@dataclass
+class TaskSource:
+    files: dict[str, SourceFile] = field(
+        default_factory=dict,
+        metadata={"help": "file name under results/raw/tasks/{task}/ -> where it comes from"},
+    )
+    access: Optional[str] = field(
+        default=None,
+        metadata={"help": "credentialed data: how to obtain access (shown in errors)"},
+    )
+    local_dir: Optional[str] = field(
+        default=None,
+        metadata={"help": "credentialed data: the user's local copy; files are taken from there"},
+    )
+
+
+@dataclass
+class TaskSpec:
+    name: str = field(metadata={"help": "task name (lowercase-with-hyphens)"})
+    display: str = field(metadata={"help": "column/row label of the task in our tables"})
+    type: Literal["ner", "pico", "relation", "similarity", "doc_classification", "qa", "nli"] = (
+        field(metadata={"help": "task type; decides the normalised schema and the model head"})
+    )
+    domain: Literal["pubmed", "clinical"] = field(
+        metadata={"help": "text domain, used for the PubMed/Clinical group means"}
+    )
+    format: str = field(
+        metadata={"help": "reader name in workflow_scripts/tasks/readers.py (canonical format)"}
+    )
+    source: TaskSource = field(metadata={"help": "where the raw files come from"})
+    splits: dict[str, str] = field(
+        metadata={
+            "help": 'train/dev/test -> file in the raw dir (may contain "{fold}" or point into an archive)'
+        }
+    )
+    metric: str = field(
+        metadata={"help": "metric name known to workflow_scripts.tasks.metrics.compute"}
+    )
+    benchmarks: list[str] = field(
+        default_factory=list, metadata={"help": 'benchmarks using the task: "lewis", "blurb"'}
+    )
+    reference: dict[str, str] = field(
+        default_factory=dict,
+        metadata={"help": "task name in the published reference CSVs, per benchmark"},
+    )
+    folds: int = field(
+        default=0,
+        metadata={"help": "0 = fixed train/dev/test; k = k cross-validation folds (GAD, EU-ADR: 10)"},
+    )
+    selection_fold: Optional[int] = field(
+        default=None,
+        metadata={
+            "help": "fold used to choose early-stopping settings; excluded from reported results"
+        },
+    )
+    labels: list[str] = field(
+        default_factory=list,
+        metadata={"help": "label set (tags for ner/pico, classes otherwise); empty for similarity"},
+    )
+    negative_label: Optional[str] = field(
+        default=None, metadata={"help": "the 'no relation' class excluded from micro-F1"}
+    )
+    max_length: int = field(default=128, metadata={"help": "maximum sequence length in tokens"})
+    expected_counts: dict[str, int] = field(
+        default_factory=dict,
+        metadata={
+            "help": "split -> number of examples (NER also <split>_mentions -> entity mentions); "
+            "a mismatch stops the run"
+        },
+    )
+    hyper: dict[str, Any] = field(
+        default_factory=dict,
+        metadata={"help": "default fine-tuning hyper-parameters of this task (FinetuneSettings keys)"},
+    )
+    restricted: bool = field(
+        default=False, metadata={"help": "credentialed data (i2b2, MedNLI)"}
+    )
+
+    def validate(self, where: str) -> None:
+        missing = [s for s in SPLITS if s not in self.splits]
+        if missing:
+            raise PipelineError(f"{where}.splits: missing split {missing[0]!r} (need train, dev, test)")
+        unknown = sorted(set(self.splits) - set(SPLITS))
+        if unknown:
+            raise PipelineError(f"{where}.splits: unknown split {unknown[0]!r} (allowed: train, dev, test)")
+        if self.folds < 0:
+            raise PipelineError(f"{where}.folds: must be 0 or a positive number of folds")
+        if self.folds and not any("{fold" in p for p in self.splits.values()):
+            raise PipelineError(
+                f'{where}.splits: a task with folds needs "{{fold}}" (0-based) or "{{fold1}}" '
+                "(1-based) in its split paths"
+            )
+        if self.selection_fold is not None and not 0 <= self.selection_fold < self.folds:
+            raise PipelineError(
+                f"{where}.selection_fold: {self.selection_fold} is not one of the task's "
+                f"{self.folds} folds"
+            )
+        if self.negative_label is not None and self.labels and self.negative_label not in self.labels:
+            raise PipelineError(f"{where}.negative_label: {self.negative_label!r} is not in labels")
+        allowed = set(SPLITS) | {f"{s}_mentions" for s in SPLITS}
+        bad = sorted(set(self.expected_counts) - allowed)
+        if bad:
+            raise PipelineError(
+                f"{where}.expected_counts: unknown key {bad[0]!r} (a split, or <split>_mentions for "
+                "entity mentions of an NER task)"
+            )
+        if any(k.endswith("_mentions") for k in self.expected_counts) and self.type != "ner":
+            raise PipelineError(f"{where}.expected_counts: <split>_mentions applies to NER tasks only")
+        bad = sorted(set(self.benchmarks) - {"lewis", "blurb"})
+        if bad:
+            raise PipelineError(f"{where}.benchmarks: unknown benchmark {bad[0]!r} (lewis, blurb)")
+        if self.max_length < 8:
+            raise PipelineError(f"{where}.max_length: {self.max_length} is too short (at least 8)")

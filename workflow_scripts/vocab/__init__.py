@@ -1,0 +1,1 @@
+"""Vocabulary learning (BPE, WordPiece, SentencePiece) and the diagnostics that compare vocabularies."""
