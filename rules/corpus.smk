@@ -30,8 +30,6 @@ rule parse_corpus_file:
 
 
 rule build_corpus:
-    wildcard_constraints:
-        corpus=_names(PARSED_CORPORA),
     input:
         parsed=parsed_inputs,
         settings="results/configs/corpus/{corpus}.yaml",
@@ -43,6 +41,8 @@ rule build_corpus:
         "results/logs/build_corpus/{corpus}.log",
     benchmark:
         "results/benchmarks/build_corpus/{corpus}.tsv"
+    wildcard_constraints:
+        corpus=_names(PARSED_CORPORA),
     conda:
         CONDA_ENV
     params:
@@ -56,8 +56,6 @@ rule build_corpus:
 
 
 rule build_text_corpus:
-    wildcard_constraints:
-        corpus=_names(TEXT_CORPORA),
     input:
         raw=lambda wildcards: plan.raw_path(
             wildcards.corpus, STUDY.corpora[wildcards.corpus].source.files[0]
@@ -67,6 +65,8 @@ rule build_text_corpus:
         provenance="results/corpus/{corpus}/provenance.json",
     log:
         "results/logs/build_corpus/{corpus}.log",
+    wildcard_constraints:
+        corpus=_names(TEXT_CORPORA),
     conda:
         CONDA_ENV
     shell:

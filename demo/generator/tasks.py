@@ -353,8 +353,12 @@ def demo_nli() -> dict[str, bytes]:
 # --------------------------------------------------------------------------- registry entries
 
 def _entry(name, display, type_, domain, fmt, files, splits, metric, labels, **extra):
+    # The demo tasks stand in for both benchmarks so the demo computes group means and a
+    # BLURB-style score; BLURB has no NLI task.
+    benchmarks = ["lewis"] if type_ == "nli" else ["lewis", "blurb"]
     return {
         "name": name, "display": display, "type": type_, "domain": domain, "format": fmt,
+        "benchmarks": benchmarks,
         "source": {"files": {f: {"url": f"{URL_ROOT}/{name}/{f}", "sha256": hashlib.sha256(data).hexdigest()}
                              for f, data in sorted(files.items())}},
         "splits": splits, "metric": metric, "labels": labels, **extra,

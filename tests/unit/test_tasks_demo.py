@@ -23,3 +23,11 @@ def test_generator_reproduces_the_committed_demo_tasks(tmp_path):
 
 def test_demo_tasks_stay_small():
     assert sum(p.stat().st_size for p in COMMITTED.rglob("*") if p.is_file()) < 1_000_000
+
+
+def test_demo_config_declares_the_generated_tasks():
+    import yaml
+
+    generated = yaml.safe_load(SPEC.read_text())
+    config = yaml.safe_load((ROOT / "demo" / "config.yaml").read_text())["tasks"]
+    assert config == {name: {k: v for k, v in spec.items() if k != "name"} for name, spec in generated.items()}

@@ -108,6 +108,13 @@ def autocast(settings: PretrainSettings, device: torch.device):
     return torch.autocast("cuda", dtype=torch.bfloat16 if settings.precision == "bf16" else torch.float16)
 
 
+def to_device(t: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """Copy without waiting for the GPU: pinned memory lets the next step's batch be prepared while it computes."""
+    if device.type != "cuda":
+        return t
+    return t.pin_memory().to(device, non_blocking=True)
+
+
 def phase_of(steps_per_phase: list[int], step: int) -> tuple[int, int]:
     for i, n in enumerate(steps_per_phase):
         if step < n:
@@ -235,14 +242,13 @@ def train(job: Job, stop_after: int | None = None) -> dict[str, Any] | None:
             n_micro = share // micro
             for k in range(n_micro):
                 rows = slice(k * micro, (k + 1) * micro)
-                sel = selected[rows].reshape(-1)
-                positions = sel.nonzero().squeeze(1)
+                positions = selected[rows].reshape(-1).nonzero().squeeze(1)
                 labels = input_ids[rows].reshape(-1)[positions]
+                batch = [to_device(t, d.device) for t in (masked[rows], positions, labels)]
                 sync = contextlib.nullcontext() if d.world == 1 or k == n_micro - 1 else runner.no_sync()
                 with sync:
                     with autocast(s, d.device):
-                        loss, stats = runner(masked[rows].to(d.device, non_blocking=True), positions.to(d.device),
-                                             labels.to(d.device), norms)
+                        loss, stats = runner(*batch, norms)
                     scaler.scale(loss).backward()
                 for key, v in stats.items():  # kept on the device: no synchronisation until a log line
                     acc[key] = acc.get(key, 0.0) + v
@@ -279,13 +285,12 @@ def train(job: Job, stop_after: int | None = None) -> dict[str, Any] | None:
             if d.any(term["flag"]):
                 checkpoint(done)
                 raise Preempted(f"SIGTERM at step {done}: checkpoint saved in {job.state_dir}; re-run to resume")
+            stopping = stop_after is not None and done >= stop_after
             if done == s.max_steps:
                 checkpoint(done, export=False)  # a re-run after completion only re-exports; the model is the output
-            elif done % s.checkpoint_every == 0:
+            elif done % s.checkpoint_every == 0 or stopping:
                 checkpoint(done)
-            if stop_after is not None and done >= stop_after:
-                if done < s.max_steps:
-                    checkpoint(done)
+            if stopping:
                 return None
     finally:
         signal.signal(signal.SIGTERM, previous)
