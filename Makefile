@@ -19,6 +19,7 @@ $(VENV)/.installed: pyproject.toml
 
 demo: install
 	snakemake --directory demo --workflow-profile profiles/local
+	snakemake --directory demo --workflow-profile profiles/local --report $(CURDIR)/demo/results/report.html
 
 test: install
 	pytest

@@ -29,6 +29,21 @@ PLOTS = expand(
     "results/tables/{plot}.png",
     plot=["scores", "pretrain_loss", "vocab_fragmentation"],
 )
+CAPTIONS = "../workflow_scripts/report/captions"
+
+
+def with_captions(paths):
+    """Markdown tables and plots go into `snakemake --report`, each with its caption."""
+    out = []
+    for path in paths:
+        name, ext = os.path.splitext(os.path.basename(path))
+        if ext in (".md", ".png"):
+            category = "Plots" if ext == ".png" else "Tables"
+            path = report(path, caption=f"{CAPTIONS}/{name}.rst", category=category)
+        out.append(path)
+    return out
+
+
 CONDA_ENV = "../envs/pipeline.yaml"
 CONDA_ENV_GPU = "../envs/pipeline-gpu.yaml"
 

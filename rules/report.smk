@@ -20,7 +20,12 @@ rule tables:
         settings="results/configs/report.yaml",
         runs=all_run_metrics(),
     output:
-        TABLES,
+        with_captions(TABLES),
+        missing=report(
+            "results/tables/missing.md",
+            caption=f"{CAPTIONS}/missing.rst",
+            category="Tables",
+        ),
         provenance="results/tables/provenance.json",
     log:
         "results/logs/tables.log",
@@ -41,7 +46,7 @@ rule plots:
         ],
         diagnostics=expand("results/vocab/{vocab}/diagnostics.json", vocab=VOCABS),
     output:
-        PLOTS,
+        with_captions(PLOTS),
         provenance="results/tables/plots.provenance.json",
     log:
         "results/logs/plots.log",

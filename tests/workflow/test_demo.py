@@ -91,3 +91,29 @@ def test_changing_one_tasks_seeds_reruns_only_that_task(demo_run):
         assert set(jobs) <= {"report_settings", "tables", "plots", "all"}, jobs
     finally:
         config.write_text(original)
+
+
+def test_provenance_traces_a_cell_to_raw_files_and_flags_tampering(demo_run):
+    import subprocess
+    import sys
+
+    def audit():
+        return subprocess.run(
+            [sys.executable, "-m", "workflow_scripts.provenance", "results/tables/medians.csv",
+             "demo-roberta", "demo-ner"],
+            cwd=demo_run, capture_output=True, text=True,
+        )
+
+    result = audit()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "results/raw/pubmed/pubmed26n0001.xml.gz" in result.stdout
+    assert "results/vocab/demo-bpe" in result.stdout
+    raw = demo_run / "results/raw/pubmed/pubmed26n0001.xml.gz"
+    original = raw.read_bytes()
+    raw.write_bytes(original + b"tampered")
+    try:
+        result = audit()
+        assert result.returncode == 1
+        assert any("pubmed26n0001.xml.gz" in line and "changed" in line.lower() for line in result.stdout.splitlines())
+    finally:
+        raw.write_bytes(original)

@@ -131,15 +131,20 @@ def to_dict(obj: Any) -> Any:
     return obj
 
 
-def load_settings(path: str | Path, cls: type[T], key: str | None = None) -> T:
-    """Read a resolved-settings YAML file (optionally one top-level ``key`` of it) into ``cls``."""
+def read_yaml(path: str | Path) -> Any:
+    """The data of a settings YAML file; a missing or unparsable file names itself."""
     path = Path(path)
     if not path.is_file():
         raise PipelineError(f"{path}: settings file not found")
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise PipelineError(f"{path}: not valid YAML ({exc})") from exc
+
+
+def load_settings(path: str | Path, cls: type[T], key: str | None = None) -> T:
+    """Read a resolved-settings YAML file (optionally one top-level ``key`` of it) into ``cls``."""
+    data = read_yaml(path)
     if key is not None:
         if not isinstance(data, dict) or key not in data:
             raise PipelineError(f"{path}: missing top-level key {key!r}")

@@ -10,9 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-import yaml
 
-from ..config.typed import parse
+from ..config.typed import parse, read_yaml
 from ..errors import PipelineError
 
 
@@ -123,13 +122,7 @@ class CorpusSettings:
 
 def load(path: str | Path) -> CorpusSettings:
     """Read the ``corpus`` key of a settings YAML; errors in ``clean`` name ``corpora.<name>.clean``."""
-    path = Path(path)
-    if not path.is_file():
-        raise PipelineError(f"{path}: settings file not found")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise PipelineError(f"{path}: not valid YAML ({exc})") from exc
+    data = read_yaml(path)
     if not isinstance(data, dict) or not isinstance(data.get("corpus"), dict):
         raise PipelineError(f"{path}: missing top-level mapping 'corpus'")
     raw = dict(data["corpus"])

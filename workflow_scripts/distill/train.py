@@ -37,7 +37,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--settings", required=True, help="YAML with top-level key 'model: {name, distill}'")
     ap.add_argument("--teacher", required=True, help="teacher checkpoint directory (or hub id)")
-    ap.add_argument("--corpus", required=True, nargs="+", help="corpus directories (shard~N.parquet)")
+    ap.add_argument("--corpus", required=True, nargs="+", action="extend", help="corpus directories (shard~N.parquet)")
     ap.add_argument("--init", help="student checkpoint directory for student.init: model")
     ap.add_argument("--out", required=True, help="output student directory")
     ap.add_argument("--stop-after", type=int, default=None, help=argparse.SUPPRESS)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from ..errors import PipelineError
+from ..jsonl import read_jsonl
 from ..tasks.spec import TaskSpec
 
 # field -> required Python type, per task type (see tasks.prepare's normalised schemas)
@@ -39,26 +39,17 @@ def read_split(path: Path, task_type: str) -> list[dict[str, Any]]:
         raise PipelineError(f"{path}: split file not found; run the task's prepare rule first")
     schema = SCHEMAS[task_type]
     rows = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise PipelineError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from exc
-            if not isinstance(row, dict):
-                raise PipelineError(f"{path}:{lineno}: expected a JSON object")
-            for key, tp in schema.items():
-                if key not in row:
-                    raise PipelineError(f"{path}:{lineno}: missing field {key!r} of a {task_type} example")
-                if not isinstance(row[key], tp) or isinstance(row[key], bool):
-                    raise PipelineError(f"{path}:{lineno}: field {key!r} has the wrong type")
-            if task_type in ("ner", "pico") and len(row["tokens"]) != len(row["tags"]):
-                raise PipelineError(
-                    f"{path}:{lineno}: {len(row['tokens'])} tokens but {len(row['tags'])} tags"
-                )
-            rows.append(row)
+    for lineno, row in read_jsonl(path):
+        for key, tp in schema.items():
+            if key not in row:
+                raise PipelineError(f"{path}:{lineno}: missing field {key!r} of a {task_type} example")
+            if not isinstance(row[key], tp) or isinstance(row[key], bool):
+                raise PipelineError(f"{path}:{lineno}: field {key!r} has the wrong type")
+        if task_type in ("ner", "pico") and len(row["tokens"]) != len(row["tags"]):
+            raise PipelineError(
+                f"{path}:{lineno}: {len(row['tokens'])} tokens but {len(row['tags'])} tags"
+            )
+        rows.append(row)
     if not rows:
         raise PipelineError(f"{path}: no examples; the split is empty")
     return rows

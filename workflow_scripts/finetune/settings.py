@@ -6,9 +6,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-import yaml
 
-from ..config.typed import parse, to_dict
+from ..config.typed import parse, read_yaml, to_dict
 from ..errors import PipelineError
 from ..tasks.spec import TaskSpec
 
@@ -171,14 +170,7 @@ def resolve(data: Any, where: str) -> RunSettings:
 
 
 def load(path: str | Path) -> RunSettings:
-    path = Path(path)
-    if not path.is_file():
-        raise PipelineError(f"{path}: settings file not found")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise PipelineError(f"{path}: not valid YAML ({exc})") from exc
-    return resolve(data, str(path))
+    return resolve(read_yaml(path), str(path))
 
 
 def as_dict(settings: RunSettings) -> dict[str, Any]:

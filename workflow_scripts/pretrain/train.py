@@ -33,7 +33,7 @@ log = logging.getLogger("pretrain")
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--settings", required=True, help="YAML with top-level key 'model: {name, pretrain}'")
-    ap.add_argument("--corpus", required=True, nargs="+", help="corpus directories (shard~N.parquet)")
+    ap.add_argument("--corpus", required=True, nargs="+", action="extend", help="corpus directories (shard~N.parquet)")
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--tokenizer", help="tokenizer directory: train from scratch with this vocabulary")
     src.add_argument("--init", help="checkpoint directory (or hub id) to continue pretraining, keeping its vocabulary")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Optional
 
 from ..errors import PipelineError
+from ..jsonl import parse_lines
 from .spec import TaskSpec
 
 Record = dict
@@ -394,16 +395,8 @@ def read_mednli(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str
     """MedNLI JSONL (the SNLI layout): one object per line with ``sentence1``, ``sentence2``,
     ``gold_label`` and ``pairID``."""
     records = []
-    for number, line in _lines(path, name):
+    for number, item in parse_lines(_lines(path, name), name):
         where = f"{name}:{number}"
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise PipelineError(f"{where}: not valid JSON ({exc.msg})") from exc
-        if not isinstance(item, dict):
-            raise PipelineError(f"{where}: expected a JSON object")
         missing = [k for k in ("sentence1", "sentence2", "gold_label") if k not in item]
         if missing:
             raise PipelineError(f"{where}: missing {missing[0]!r}")

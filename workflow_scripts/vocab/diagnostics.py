@@ -31,7 +31,6 @@ diagnostics.json (every number per tokenizer, so each block reads as a table)::
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 from pathlib import Path
 from typing import Sequence
@@ -40,6 +39,7 @@ from .. import provenance
 from ..atomic import write_json
 from ..cli import run
 from ..errors import PipelineError
+from ..jsonl import read_jsonl
 from . import metrics
 
 log = logging.getLogger(__name__)
@@ -66,19 +66,12 @@ def read_ner(task_dir: Path) -> list[dict] | None:
     if not path.is_file():
         raise PipelineError(f"{task_dir}: no train.jsonl; run the task's preparation step first")
     rows = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise PipelineError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from exc
-            if "tags" not in row:
-                return None
-            if not isinstance(row.get("tokens"), list) or len(row["tokens"]) != len(row["tags"]):
-                raise PipelineError(f"{path}:{lineno}: 'tokens' and 'tags' must be lists of equal length")
-            rows.append(row)
+    for lineno, row in read_jsonl(path):
+        if "tags" not in row:
+            return None
+        if not isinstance(row.get("tokens"), list) or len(row["tokens"]) != len(row["tags"]):
+            raise PipelineError(f"{path}:{lineno}: 'tokens' and 'tags' must be lists of equal length")
+        rows.append(row)
     return rows
 
 
