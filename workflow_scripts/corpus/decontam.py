@@ -8,11 +8,11 @@ one test text.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import PipelineError
+from ..jsonl import read_jsonl
 from .text import word_tokens
 
 TEXT_FIELDS = ("text", "text_a", "text_b", "question", "context", "tokens")
@@ -58,21 +58,14 @@ class NgramIndex:
         task = Path(task_dir).name
         n = 0
         for path in split_files(task_dir):
-            with open(path, encoding="utf-8") as fh:
-                for lineno, line in enumerate(fh, 1):
-                    if not line.strip():
-                        continue
-                    try:
-                        ex = json.loads(line)
-                    except json.JSONDecodeError as exc:
-                        raise PipelineError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from exc
-                    n += 1
-                    for key in TEXT_FIELDS:
-                        value = ex.get(key)
-                        if isinstance(value, list):
-                            value = " ".join(map(str, value))
-                        if isinstance(value, str) and value:
-                            self.add(value, task)
+            for _, ex in read_jsonl(path):
+                n += 1
+                for key in TEXT_FIELDS:
+                    value = ex.get(key)
+                    if isinstance(value, list):
+                        value = " ".join(map(str, value))
+                    if isinstance(value, str) and value:
+                        self.add(value, task)
         return n
 
     def match(self, text: str) -> str | None:

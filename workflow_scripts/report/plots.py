@@ -10,7 +10,6 @@ vocabulary diagnostics configured or found) says so in the figure itself and in 
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 from collections import defaultdict
@@ -28,7 +27,7 @@ from ..atomic import atomic_file  # noqa: E402
 from ..cli import run  # noqa: E402
 from ..errors import PipelineError  # noqa: E402
 from .metrics import RunResult, load_runs  # noqa: E402
-from .settings import ReportSettings, load  # noqa: E402
+from .settings import ReportSettings, load, parse_args  # noqa: E402
 from .stats import STATISTICS  # noqa: E402
 
 log = logging.getLogger(__name__)
@@ -192,11 +191,7 @@ def plot_vocab(settings: ReportSettings, root: Path, path: Path) -> tuple[Path, 
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.report.plots", description=__doc__.splitlines()[0])
-    parser.add_argument("--settings", required=True, help="report settings YAML (results/configs/report.yaml)")
-    parser.add_argument("--out", required=True, help="output directory (results/tables)")
-    parser.add_argument("--root", default=".", help="run directory the paths in the settings are relative to")
-    args = parser.parse_args(argv)
+    args = parse_args("plots", __doc__.splitlines()[0], argv)
     started = provenance.now()
     settings = load(args.settings)
     root, out = Path(args.root), Path(args.out)

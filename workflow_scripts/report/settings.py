@@ -6,6 +6,8 @@ and the provenance audit all read the same file.
 
 from __future__ import annotations
 
+import argparse
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Optional
@@ -161,3 +163,12 @@ class ReportSettings:
 
 def load(path: str | Path) -> ReportSettings:
     return load_settings(path, ReportSettings)
+
+
+def parse_args(step: str, description: str, argv) -> argparse.Namespace:
+    """The command line shared by the tables and plots steps."""
+    parser = argparse.ArgumentParser(prog=f"python -m workflow_scripts.report.{step}", description=description)
+    parser.add_argument("--settings", required=True, help="report settings YAML (results/configs/report.yaml)")
+    parser.add_argument("--out", required=True, help="output directory (results/tables)")
+    parser.add_argument("--root", default=".", help="run directory the paths in the settings are relative to")
+    return parser.parse_args(argv)

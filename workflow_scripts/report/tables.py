@@ -11,7 +11,6 @@ aggregated is described in ``aggregate``; the group and BLURB definitions in ``g
 
 from __future__ import annotations
 
-import argparse
 import logging
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +26,7 @@ from .groups import GROUPS
 from .metrics import RunResult, load_runs
 from .reference import BLURB_TASKS, LEWIS_TASKS, ReferenceTable, read_reference
 from .render import INCOMPLETE, NO_VALUE, RESTRICTED
-from .settings import ReportSettings, RunEntry, load
+from .settings import ReportSettings, RunEntry, load, parse_args
 
 log = logging.getLogger(__name__)
 CSV_DIGITS = 4
@@ -261,11 +260,7 @@ def build(settings: ReportSettings, out: Path, root: Path = Path(".")) -> Built:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.report.tables", description=__doc__.splitlines()[0])
-    parser.add_argument("--settings", required=True, help="report settings YAML (results/configs/report.yaml)")
-    parser.add_argument("--out", required=True, help="output directory (results/tables)")
-    parser.add_argument("--root", default=".", help="run directory the paths in the settings are relative to")
-    args = parser.parse_args(argv)
+    args = parse_args("tables", __doc__.splitlines()[0], argv)
     started = provenance.now()
     settings = load(args.settings)
     root, out = Path(args.root), Path(args.out)
