@@ -15,10 +15,13 @@ include: "rules/distill.smk"
 include: "rules/tasks.smk"
 include: "rules/finetune.smk"
 include: "rules/report.smk"
+include: "rules/targets.smk"
 
 
 rule all:
     default_target: True
     input:
         TABLES,
+        CORPUS_TABLES,
         PLOTS,
+        HELDOUT_TABLES,

@@ -3,17 +3,23 @@ loss: MLM + output KL + hidden-state cosine) and without it (the "train longer" 
 side by side in one run, on the same data, student and batch.
 
     python benchmarks/bench_distill.py [--teacher-size tiny] [--teacher-layers 4] [--seq-len 128] \
-        [--batch 32] [--steps 40] [--threads 2] [--repeat 2] [--out benchmarks/results/distill_cpu.json]
+        [--batch 32] [--steps 30] [--threads 2] [--repeat 2] [--out benchmarks/results/distill_cpu.json]
+
+On a GPU (bf16, teacher in bf16; defaults: a BERT-base teacher, 12 layers, its 6-layer student,
+batch 256, vocabulary 30522, 110 steps; writes benchmarks/results/distill_gpu.json):
+
+    python benchmarks/bench_distill.py --device cuda
 
 The teacher is a freshly initialised model of the given shape (throughput does not depend
-on its weights); the student keeps every other teacher layer.
+on its weights); the student keeps every other teacher layer. The first ``--warmup`` steps
+of every run are excluded from the timing.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import platform
+import os
 import sys
 import tempfile
 import time
@@ -25,7 +31,7 @@ import yaml
 from transformers import PreTrainedTokenizerFast
 from transformers.utils import logging as hf_logging
 
-from bench_pretrain import synthetic_corpus, wordpiece
+from bench_pretrain import device_name, fill_defaults, release, synthetic_corpus, use_device, wordpiece
 from workflow_scripts.config.typed import parse
 from workflow_scripts.distill import train as distill_cli
 from workflow_scripts.pretrain.model import build_model
@@ -33,9 +39,11 @@ from workflow_scripts.pretrain.settings import PretrainSettings
 
 
 def run(work: Path, name: str, teacher: Path, corpus: Path, recipe: dict, steps: int, warmup: int) -> dict:
+    release(torch.device("cuda" if torch.cuda.is_available() else "cpu"))
     settings = work / f"{name}.yaml"
     settings.write_text(yaml.safe_dump({"model": {"name": name, "distill": {
-        **recipe, "max_steps": steps, "log_every": warmup, "checkpoint_every": 10**9, "heldout_fraction": 0.0}}}))
+        **recipe, "max_steps": steps, "log_every": warmup, "checkpoint_every": 10**9, "heldout_fraction": 0.0,
+        "export_checkpoints": False}}}))
     out = work / name
     distill_cli.main(["--settings", str(settings), "--teacher", str(teacher), "--corpus", str(corpus), "--out", str(out)])
     rows = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
@@ -46,21 +54,27 @@ def run(work: Path, name: str, teacher: Path, corpus: Path, recipe: dict, steps:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--teacher-size", default="tiny", choices=["tiny", "small", "base", "large"])
-    ap.add_argument("--teacher-layers", type=int, default=4)
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--teacher-size", default=None, choices=["tiny", "small", "base", "large"], help="default: tiny on cpu, base on cuda")
+    ap.add_argument("--teacher-layers", type=int, default=None, help="default: 4 on cpu, 12 on cuda")
     ap.add_argument("--seq-len", type=int, default=128)
-    ap.add_argument("--batch", type=int, default=32)
-    ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--batch", type=int, default=None, help="default: 32 on cpu, 256 on cuda")
+    ap.add_argument("--steps", type=int, default=None, help="default: 30 on cpu, 110 on cuda")
     ap.add_argument("--warmup", type=int, default=10)
-    ap.add_argument("--vocab", type=int, default=8000)
-    ap.add_argument("--documents", type=int, default=1500)
+    ap.add_argument("--vocab", type=int, default=None, help="default: 8000 on cpu, 30522 on cuda")
+    ap.add_argument("--documents", type=int, default=None, help="default: 1500 on cpu, 12000 on cuda")
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--repeat", type=int, default=2)
-    ap.add_argument("--out", default="benchmarks/results/distill_cpu.json")
+    ap.add_argument("--repeat", type=int, default=None, help="default: 2 on cpu, 1 on cuda")
+    ap.add_argument("--out", default=None, help="default: benchmarks/results/distill_{cpu,gpu}.json")
     args = ap.parse_args()
+    cuda = args.device == "cuda"
+    defaults = {"teacher_size": "base" if cuda else "tiny", "teacher_layers": 12 if cuda else 4, "batch": 256 if cuda else 32,
+                "steps": 110 if cuda else 30, "vocab": 30522 if cuda else 8000, "documents": 12000 if cuda else 1500,
+                "repeat": 1 if cuda else 2, "out": f"benchmarks/results/distill_{'gpu' if cuda else 'cpu'}.json"}
+    fill_defaults(args, defaults)
+    device = use_device(args.device)
     torch.set_num_threads(args.threads)
     hf_logging.set_verbosity_error()
-    cuda = torch.cuda.is_available()
     shape = {"architecture": "bert", "size": args.teacher_size, "num_layers": args.teacher_layers,
              "phases": [{"seq_len": args.seq_len, "fraction": 1.0}]}
     recipe = {"batch_size": args.batch, "phases": shape["phases"], "precision": "bf16" if cuda else "fp32",
@@ -80,13 +94,14 @@ def main() -> None:
     med = {k: float(np.median([x["steps_per_s"] for x in v])) for k, v in (("with_teacher", with_teacher), ("without_teacher", without))}
     result = {
         "benchmark": "distillation student steps/s with and without the teacher forward pass",
-        "device": torch.cuda.get_device_name(0) if cuda else f"cpu ({platform.processor() or platform.machine()}), {args.threads} threads",
+        "device": device_name(device, args.threads),
         "torch": torch.__version__, "settings": vars(args),
         "teacher_parameters": sum(p.numel() for p in teacher.parameters()),
         "runs_with_teacher": with_teacher, "runs_without_teacher": without,
         "steps_per_s_with_teacher": med["with_teacher"], "steps_per_s_without_teacher": med["without_teacher"],
         "teacher_overhead": med["without_teacher"] / med["with_teacher"],
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "load_average_at_end": os.getloadavg(),  # 1, 5, 15 minutes: other jobs sharing the machine
     }
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")

@@ -3,6 +3,7 @@ import re
 import sys
 
 from workflow_scripts.config import plan
+from workflow_scripts.config.launch import launch_command
 from workflow_scripts.config.validate import load_config
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.atomic import write_yaml
@@ -15,6 +16,7 @@ except PipelineError as exc:
 CORPORA = list(STUDY.corpora)
 TEXT_CORPORA = [c for c, e in STUDY.corpora.items() if e.type == "text"]
 PARSED_CORPORA = [c for c in CORPORA if c not in TEXT_CORPORA]
+CLOUD_CORPORA = plan.cloud_corpora(STUDY)
 VOCABS = list(STUDY.vocabularies)
 MODELS = list(STUDY.models)
 TASKS = list(STUDY.resolved_tasks)
@@ -25,6 +27,9 @@ TABLE_NAMES = ["medians", "groups", "blurb"]
 TABLES = expand(
     "results/tables/{table}.{ext}", table=TABLE_NAMES, ext=["csv", "md", "tex"]
 ) + ["results/tables/spread.csv", "results/tables/comparisons.csv"]
+CORPUS_TABLES = expand("results/tables/corpora.{ext}", ext=["csv", "md", "tex"]) + [
+    "results/tables/corpora_stages.csv"
+]
 PLOTS = expand(
     "results/tables/{plot}.png",
     plot=["scores", "pretrain_loss", "vocab_fragmentation"],
@@ -78,17 +83,28 @@ def write_settings(path, settings):
     write_yaml(path, settings)
 
 
-def launcher(resources):
-    """torchrun across the GPUs (and nodes) of the allocation, plain python otherwise."""
-    gpus = int(getattr(resources, "gpu", 0) or 0)
-    nodes = int(getattr(resources, "nodes", 1) or 1)
-    if gpus <= 1 and nodes <= 1:
-        return "python"
-    return (
-        f"torchrun --nnodes {nodes} --nproc-per-node {max(gpus, 1)} "
-        "--rdzv-backend c10d --rdzv-endpoint ${SLURM_LAUNCH_NODE_IPADDR:-localhost}:29500 "
-        "--rdzv-id ${SLURM_JOB_ID:-local}"
-    )
+def launcher(resources, threads, rule_name):
+    """python, torchrun, or srun + torchrun per node (see workflow_scripts/config/launch.py)."""
+    from snakemake.exceptions import WorkflowError
+
+    try:
+        return launch_command(
+            int(resources.get("gpu", 0)),
+            int(resources.get("nodes", 1)),
+            threads,
+            rule_name,
+            "mpi" in resources.keys(),
+        )
+    except PipelineError as exc:
+        raise WorkflowError(str(exc)) from exc
+
+
+def fetch_table_names(corpus):
+    return list(fetch_table(corpus))
+
+
+def parse_extra_inputs(wildcards):
+    return plan.parse_extra_inputs(STUDY, wildcards.corpus, wildcards.file)
 
 
 def parsed_inputs(wildcards):
@@ -170,3 +186,22 @@ def selection_run(wildcards):
     return [
         f"{plan.run_dir(wildcards.model, wildcards.task, spec.selection_fold, wildcards.seed)}/metrics.json"
     ]
+
+
+# Under the slurm executor, every partition the jobs will ask for is checked against
+# `sinfo` once, before the first submission (a leftover SITE_ placeholder or a misspelt
+# partition would otherwise fail only when its first job is submitted).
+onstart:
+    plugin = workflow.executor_plugin
+    if plugin is not None and plugin.name == "slurm":
+        from snakemake.exceptions import WorkflowError
+        from workflow_scripts import slurm_partitions
+
+        try:
+            slurm_partitions.check_jobs(
+                (job.rule.name, job.resources.get("slurm_partition"))
+                for job in workflow.dag.needrun_jobs()
+                if not job.is_local
+            )
+        except PipelineError as exc:
+            raise WorkflowError(f"error: {exc}") from None

@@ -15,6 +15,7 @@ rule corpus_settings:
 
 rule parse_corpus_file:
     input:
+        unpack(parse_extra_inputs),
         raw="results/raw/{corpus}/{file}",
         settings="results/configs/corpus/{corpus}.yaml",
     output:
@@ -24,9 +25,13 @@ rule parse_corpus_file:
         "results/logs/parse/{corpus}/{file}.log",
     conda:
         CONDA_ENV
+    params:
+        filelist=lambda wildcards, input: (
+            f"--filelist {input.filelist}" if "filelist" in input.keys() else ""
+        ),
     shell:
         "python -m workflow_scripts.corpus.parse --settings {input.settings}"
-        " --in {input.raw} --out {output.parsed} 2> {log}"
+        " --in {input.raw} {params.filelist} --out {output.parsed} 2> {log}"
 
 
 rule build_corpus:

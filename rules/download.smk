@@ -14,6 +14,38 @@ rule download_corpus_file:
         "python -m workflow_scripts.download.fetch {params.args} --out {output.raw} 2> {log}"
 
 
+# PMC in the cloud layout: one job per batch selects its articles by their metadata and
+# fetches them (workflow_scripts/download/pmc_cloud.py); the inventory is a corpus file.
+ruleorder: download_pmc_batch > download_corpus_file
+
+
+rule download_pmc_batch:
+    input:
+        inventory=lambda wildcards: plan.raw_path(
+            wildcards.corpus, fetch_table_names(wildcards.corpus)[0]
+        ),
+        settings="results/configs/corpus/{corpus}.yaml",
+    output:
+        batch=directory("results/raw/{corpus}/batch~{batch}"),
+        filelist="results/raw/{corpus}/batch~{batch}.filelist.csv",
+    log:
+        "results/logs/download/{corpus}/batch~{batch}.log",
+    wildcard_constraints:
+        corpus=_names(CLOUD_CORPORA),
+        batch=r"\d+",
+    conda:
+        CONDA_ENV
+    resources:
+        downloads=1,
+    params:
+        args=lambda wildcards: plan.cloud_batch_args(
+            STUDY, wildcards.corpus, int(wildcards.batch)
+        ),
+    shell:
+        "python -m workflow_scripts.download.pmc_cloud --settings {input.settings}"
+        " --inventory {input.inventory} {params.args} --out {output.batch} 2> {log}"
+
+
 rule download_task_file:
     output:
         raw="results/raw/tasks/{task}/{file}",
@@ -30,3 +62,24 @@ rule download_task_file:
         ),
     shell:
         "python -m workflow_scripts.download.fetch {params.args} --out {output.raw} 2> {log}"
+
+
+# Credentialed releases that are folders (i2b2): the user's local copy, copied whole.
+ruleorder: download_task_folder > download_task_file
+
+
+rule download_task_folder:
+    output:
+        directory("results/raw/tasks/{task_folder}"),
+    log:
+        "results/logs/download/tasks/{task_folder}.log",
+    wildcard_constraints:
+        task_folder=_names(plan.task_directories(STUDY)),
+    conda:
+        CONDA_ENV
+    params:
+        args=lambda wildcards: plan.task_fetch_args(
+            STUDY, *wildcards.task_folder.split("/", 1)
+        ),
+    shell:
+        "python -m workflow_scripts.download.fetch {params.args} --out {output} 2> {log}"

@@ -33,7 +33,9 @@ rule pretrain:
         gpu=0,
         nodes=1,
     params:
-        launch=lambda wildcards, resources: launcher(resources),
+        launch=lambda wildcards, threads, resources: launcher(
+            resources, threads, "pretrain"
+        ),
         corpora=lambda wildcards: plan.corpus_args(
             STUDY.models[wildcards.model].corpora
         ),

@@ -2,6 +2,7 @@ localrules:
     report_settings,
     tables,
     plots,
+    corpus_table,
 
 
 rule report_settings:
@@ -55,3 +56,21 @@ rule plots:
     shell:
         "python -m workflow_scripts.report.plots --settings {input.settings}"
         " --out results/tables 2> {log}"
+
+
+rule corpus_table:
+    input:
+        stats=corpus_markers(CORPORA),
+        published=workflow.source_path("../resources/reference/corpora_published.csv"),
+    output:
+        with_captions(CORPUS_TABLES),
+        provenance="results/tables/corpora.provenance.json",
+    log:
+        "results/logs/corpus_table.log",
+    conda:
+        CONDA_ENV
+    params:
+        corpora=plan.corpus_args(CORPORA),
+    shell:
+        "python -m workflow_scripts.report.corpora {params.corpora}"
+        " --published {input.published} --out results/tables 2> {log}"

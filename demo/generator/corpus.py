@@ -408,7 +408,7 @@ def generate() -> dict[str, bytes]:
     for name, xml in medline_files(rng).items():
         files[f"pubmed/{name}"] = _gzip(xml)
     files["pmc/oa_demo.tar.gz"] = _tar_gz(pmc_articles(rng))
-    files["pmc/oa_file_list.csv"] = pmc_filelist()
+    files["pmc/oa_demo.filelist.csv"] = pmc_filelist()
     files["mimic/NOTEEVENTS.csv.gz"] = _gzip(mimic_csv(rng))
     for name in list(files):
         if name.startswith(("pubmed/", "pmc/")):

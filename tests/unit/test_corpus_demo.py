@@ -119,7 +119,7 @@ def test_demo_pmc_commercial_subset(tmp_path):
 def test_demo_pmc_with_file_list(tmp_path):
     stats = _corpus(tmp_path, "pmc", "pmc", [RAW / "pmc" / "oa_demo.tar.gz"], 1,
                     {"min_words": 50, "pmc": {"licence": "commercial"}},
-                    ("--filelist", str(RAW / "pmc" / "oa_file_list.csv")))
+                    ("--filelist", str(RAW / "pmc" / "oa_demo.filelist.csv")))
     # the list also marks an article retracted after deposit
     assert nonzero(stats["dropped"]) == {"licence": 6, "retracted": 2}
     assert stats["documents"] == 12
@@ -136,3 +136,21 @@ def test_demo_mimic_corpus_is_restricted(tmp_path, placeholders, dropped, docume
     assert stats["input"]["documents"] == 200
     assert nonzero(stats["dropped"]) == dropped and stats["documents"] == documents
     assert json.loads((tmp_path / "mimic" / "provenance.json").read_text())["restricted"] is True
+
+
+def test_demo_pmc_as_the_workflow_builds_it(tmp_path):
+    """demo/config.yaml's settings and file list, as the rules pass them: all licences kept;
+    article 7 is retracted in its XML and article 4 only in the file list."""
+    from workflow_scripts.config import plan
+    from workflow_scripts.config.validate import load_config
+
+    study = load_config(yaml.safe_load((ROOT / "demo" / "config.yaml").read_text()),
+                        ROOT / "schemas" / "config.schema.yaml")
+    [package] = [f.name for f in plan.corpus_files(study, "pmc")]
+    listed = plan.parse_extra_inputs(study, "pmc", package)["filelist"]
+    settings = plan.corpus_settings(study, "pmc")["corpus"]
+    stats = _corpus(tmp_path, "pmc", "pmc", [RAW / "pmc" / package], settings["shards"], settings["clean"],
+                    ("--filelist", str(RAW / "pmc" / Path(listed).name)))
+    assert stats["input"]["documents"] == 20
+    assert nonzero(stats["dropped"]) == {"retracted": 2}
+    assert stats["documents"] == 18

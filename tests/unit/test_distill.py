@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import importlib.util
 import json
 import math
@@ -14,6 +15,7 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer
 
 from workflow_scripts.config.typed import parse
 from workflow_scripts.distill import losses
+from workflow_scripts.distill import heldout_table
 from workflow_scripts.distill import train as distill_cli
 from workflow_scripts.distill.objective import DistillObjective
 from workflow_scripts.distill.settings import DistillSettings, LossWeights
@@ -219,6 +221,22 @@ def test_lewis_distillation_pulls_the_student_to_the_teacher(setup, tmp_path):
     assert prov["recipe"]["loss"]["kl"] == 2.0 and prov["recipe"]["student"] == {"init": "teacher_layers", "teacher_layers": [0]}
     assert prov["recipe"]["control"] is False and json.loads((control / "provenance.json").read_text())["recipe"]["control"] is True
     assert json.loads((student / "eval.json").read_text())["heldout_loss"] < math.log(model.config.vocab_size) - 1
+
+    heldout_table.main(["--model", str(setup["teacher"]), str(student), str(control), str(scratch), "--out", str(tmp_path / "tables")])
+    with open(tmp_path / "tables" / "heldout_mlm.csv", newline="") as fh:
+        table = {r["model"]: r for r in csv.DictReader(fh)}
+    losses_by_model = {name: json.loads((d / "eval.json").read_text())["heldout_loss"] for name, d in
+                       [("teacher", setup["teacher"]), ("student", student), ("control", control), ("scratch", scratch)]}
+    assert [table[m]["role"] for m in ("teacher", "student", "control")] == ["pretrained", "distilled", "control"]
+    # the student is paired with the control of the same init and steps, not with the random-init student
+    assert table["student"]["control"] == "control" and table["scratch"]["control"] == ""
+    assert float(table["student"]["gain_over_control"]) == pytest.approx(losses_by_model["control"] - losses_by_model["student"], abs=2e-4)
+    assert float(table["teacher"]["heldout_loss"]) == pytest.approx(losses_by_model["teacher"], abs=1e-4)
+    assert len({table[m]["heldout_masked_tokens"] for m in table}) == 1  # one held-out set for all
+    assert "| student | distilled | teacher | 1 |" in (tmp_path / "tables" / "heldout_mlm.md").read_text()
+    assert (tmp_path / "tables" / "heldout_mlm.provenance.json").is_file()
+    with pytest.raises(PipelineError, match=r"tables/provenance\.json: not found; pretrain or distil tables first"):
+        heldout_table.main(["--model", str(tmp_path / "tables"), "--out", str(tmp_path / "t2")])
 
 
 def test_tinybert_student_resumes_with_its_projections(setup, tmp_path):

@@ -115,7 +115,7 @@ def test_truncated_tarball_names_the_file(tmp_path):
 
 
 def test_file_list_gives_licence_and_retraction():
-    listed = read_filelist(DEMO_TAR.with_name("oa_file_list.csv"))
+    listed = read_filelist(DEMO_TAR.with_name("oa_demo.filelist.csv"))
     assert len(listed) == 20
     assert listed["PMC8100002"] == ListedArticle("noncommercial", False)
     assert listed["PMC8100004"] == ListedArticle("commercial", True)  # retracted after deposit

@@ -273,3 +273,21 @@ def test_i2b2_xml_tag_outside_the_text(tmp_path):
     labels = ["O"] + [f"{p}-{t}" for t in ("DATE", "DOCTOR", "PATIENT", "HOSPITAL") for p in "BI"]
     with pytest.raises(PipelineError, match=r"set1/220-01.xml:10: tag P3: offsets 56-700 lie outside the text"):
         get_reader("i2b2_xml")(tmp_path, spec(labels=labels), name="set1", selector="*:TYPE")
+
+
+def test_i2b2_2010_concepts_are_checked_against_the_text(tmp_path):
+    shutil.copytree(FIXTURES / "i2b2_2010" / "train", tmp_path / "train")
+    con = tmp_path / "train" / "concept" / "record-13.con"
+    con.write_text(con.read_text().replace("3:2 3:3", "3:1 3:2"))
+    with pytest.raises(PipelineError, match=r"record-13.con:1: concept 'chest pain' but words 1-2 of line 3 .* read 'has chest'"):
+        get_reader("i2b2_concepts")(tmp_path / "train", I2B2_2010, name="train")
+
+
+def test_i2b2_2010_indented_line_counts_an_empty_first_word(tmp_path):
+    (tmp_path / "txt").mkdir()
+    (tmp_path / "concept").mkdir()
+    (tmp_path / "txt" / "r.txt").write_text("  Lasix for edema .\n")
+    (tmp_path / "concept" / "r.con").write_text('c="lasix" 1:1 1:1||t="treatment"\nc="edema" 1:3 1:3||t="problem"\n')
+    [record] = get_reader("i2b2_concepts")(tmp_path, I2B2_2010, name="r")
+    assert record["tokens"] == ["Lasix", "for", "edema", "."]
+    assert record["tags"] == ["B-treatment", "O", "B-problem", "O"]

@@ -13,6 +13,9 @@ from workflow_harness import ROOT, copy_demo, planned_jobs, run_demo
 
 pytestmark = pytest.mark.slow
 
+# Study-wide tables and their settings: rerun whenever a run or a model is added.
+AGGREGATES = {"report_settings", "tables", "plots", "heldout_table", "all"}
+
 
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory):
@@ -75,22 +78,51 @@ def test_second_run_does_nothing(demo_run):
     assert "Nothing to be done" in result.stdout + result.stderr
 
 
-def test_changing_one_tasks_seeds_reruns_only_that_task(demo_run):
-    config = demo_run / "config.yaml"
+def _planned_after(workdir: Path, change) -> tuple[dict, dict]:
+    """Job counts of a dry run after `change(cfg)` edits the config (restored afterwards)."""
+    config = workdir / "config.yaml"
     original = config.read_text()
     cfg = yaml.safe_load(original)
-    task = sorted(cfg["tasks"])[0]
-    cfg["tasks"][task]["seeds"] = [1, 2, 7]
+    change(cfg)
     config.write_text(yaml.safe_dump(cfg, sort_keys=False))
     try:
-        result = run_demo(demo_run, "-n", "--quiet", "rules")
-        assert result.returncode == 0, result.stderr[-3000:]
-        jobs = planned_jobs(result.stdout + result.stderr)
-        evaluated = [m for m, e in cfg["models"].items() if e.get("evaluate", True)]
-        assert jobs.pop("finetune") == len(evaluated)
-        assert set(jobs) <= {"report_settings", "tables", "plots", "all"}, jobs
+        result = run_demo(workdir, "-n", "--quiet", "rules")
     finally:
         config.write_text(original)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return cfg, planned_jobs(result.stdout + result.stderr)
+
+
+def test_changing_one_tasks_seeds_reruns_only_that_task(demo_run):
+    def change(cfg):
+        cfg["tasks"][sorted(cfg["tasks"])[0]]["seeds"] = [1, 2, 7]
+
+    cfg, jobs = _planned_after(demo_run, change)
+    evaluated = [m for m, e in cfg["models"].items() if e.get("evaluate", True)]
+    assert jobs.pop("finetune") == len(evaluated)
+    assert set(jobs) <= AGGREGATES, jobs
+
+
+def test_adding_a_model_and_a_task_to_the_finished_study_runs_only_their_jobs(demo_run):
+    def change(cfg):
+        cfg["models"]["demo-student-2"] = {**cfg["models"]["demo-student"], "display": "Demo student 2"}
+        cfg["tasks"]["demo-ner-2"] = {**cfg["tasks"]["demo-ner"], "display": "Demo NER 2"}
+
+    cfg, jobs = _planned_after(demo_run, change)
+    models = len([m for m, e in cfg["models"].items() if e.get("evaluate", True)])
+    tasks, seeds = len(cfg["tasks"]), len(cfg["seeds"])
+    new_pairs = models * tasks - (models - 1) * (tasks - 1)
+    new_jobs = {
+        "download_task_file": len(cfg["tasks"]["demo-ner"]["source"]["files"]),
+        "task_settings": 1,
+        "prepare_task": 1,
+        "model_settings": 1,
+        "distill": 1,
+        "finetune_settings": new_pairs,
+        "finetune": new_pairs * seeds,
+    }
+    assert {rule: jobs.pop(rule, 0) for rule in new_jobs} == new_jobs
+    assert set(jobs) <= AGGREGATES, jobs
 
 
 def test_provenance_traces_a_cell_to_raw_files_and_flags_tampering(demo_run):

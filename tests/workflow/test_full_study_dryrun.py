@@ -4,7 +4,7 @@ import yaml
 
 from workflow_harness import ROOT, planned_jobs, snakemake
 
-from workflow_scripts.config.plan import corpus_files, finetune_runs
+from workflow_scripts.config.plan import cloud_corpora, corpus_downloads, corpus_files, finetune_runs
 from workflow_scripts.config.validate import load_config
 
 
@@ -15,7 +15,9 @@ def test_dry_run_shows_every_stage_and_job():
     study = load_config(yaml.safe_load((ROOT / "config.yaml").read_text()), ROOT / "schemas/config.schema.yaml")
     raw = sum(len(corpus_files(study, c)) for c in study.corpora)
     kinds = [m.kind for m in study.models.values()]
-    assert jobs["download_corpus_file"] == raw
+    assert jobs["download_corpus_file"] == sum(len(corpus_downloads(study, c)) for c in study.corpora)
+    # PMC in the cloud layout: one download job and one parse job per batch of articles
+    assert jobs["download_pmc_batch"] == sum(study.corpora[c].source.batches for c in cloud_corpora(study)) > 1
     assert jobs["parse_corpus_file"] == raw
     # one parse job per PubMed file of the configured release
     assert len(corpus_files(study, "pubmed")) == 1274 + 60

@@ -7,6 +7,7 @@ computes names and never touches the file system.
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 from typing import Any, Iterator
@@ -28,10 +29,22 @@ def _join(base: str, *parts: str) -> str:
     return "/".join([base.rstrip("/"), *parts])
 
 
+def _checksum_args(src: Any, url: str) -> str:
+    if src.checksums == "md5":
+        return f"--md5-url {shlex.quote(url + '.md5')}"
+    if src.checksums == "sha256sums":
+        return f"--sha256-url {shlex.quote(_join(src.url, 'SHA256SUMS.txt'))}"
+    return ""
+
+
 def corpus_files(study: Study, corpus: str) -> list[RawFile]:
-    """Raw files of a corpus, in the order they must be applied (PubMed: baseline, then updates)."""
+    """The raw inputs of a corpus's parse jobs, in the order they must be applied (PubMed:
+    baseline, then updates). PMC in the cloud layout: one batch directory per parse job,
+    filled by its own download job (url empty)."""
     entry = study.corpora[corpus]
     src = entry.source
+    if src.layout == "cloud":
+        return [RawFile(name=f"batch~{k}", url="", checksum_args="") for k in range(src.batches)]
     located: list[tuple[str, str]] = []
     if entry.type == "pubmed":
         ranges = [("baseline", src.baseline), ("updatefiles", src.updates)]
@@ -43,15 +56,35 @@ def corpus_files(study: Study, corpus: str) -> list[RawFile]:
                 located.append((name, _join(src.url, folder, name)))
     else:
         located = [(name, _join(src.url, name)) for name in src.files]
+    return [RawFile(name=name, url=url, checksum_args=_checksum_args(src, url)) for name, url in located]
+
+
+def filelist_name(study: Study, corpus: str, name: str) -> str | None:
+    """The PMC file list of one parse input (a package's published list, or the list the cloud
+    batch download writes), None where there is none."""
+    src = study.corpora[corpus].source
+    if src.layout == "cloud":
+        return f"{name}.filelist.csv"
+    if src.filelist is None:
+        return None
+    package = name[: -len(".tar.gz")] if name.endswith(".tar.gz") else name.rsplit(".", 1)[0]
+    return src.filelist.replace("{package}", package)
+
+
+def corpus_downloads(study: Study, corpus: str) -> list[RawFile]:
+    """Files fetched one by one from the source: the parse inputs and their file lists, or
+    (cloud layout) the article inventory."""
+    src = study.corpora[corpus].source
+    if src.layout == "cloud":
+        inventory = src.inventory or ""
+        return [RawFile(name=inventory.rsplit("/", 1)[-1], url=inventory, checksum_args="")]
     out = []
-    for name, url in located:
-        if src.checksums == "md5":
-            args = f"--md5-url {shlex.quote(url + '.md5')}"
-        elif src.checksums == "sha256sums":
-            args = f"--sha256-url {shlex.quote(_join(src.url, 'SHA256SUMS.txt'))}"
-        else:
-            args = ""
-        out.append(RawFile(name=name, url=url, checksum_args=args))
+    for f in corpus_files(study, corpus):
+        out.append(f)
+        listed = filelist_name(study, corpus, f.name)
+        if listed is not None:
+            url = _join(src.url, listed)
+            out.append(RawFile(name=listed, url=url, checksum_args=_checksum_args(src, url)))
     return out
 
 
@@ -63,13 +96,29 @@ def parsed_path(corpus: str, name: str) -> str:
     return f"{RESULTS}/parsed/{corpus}/{name}.parquet"
 
 
+def parse_extra_inputs(study: Study, corpus: str, name: str) -> dict[str, str]:
+    """Inputs of a parse job besides its raw file: the PMC file list, where there is one."""
+    listed = filelist_name(study, corpus, name)
+    return {} if listed is None else {"filelist": raw_path(corpus, listed)}
+
+
 def fetch_table(study: Study, corpus: str) -> dict[str, str]:
-    """Download arguments of every file of a corpus, by file name."""
+    """Download arguments of every file fetched one by one, by file name."""
     restricted = " --restricted" if study.corpora[corpus].restricted else ""
     return {
         f.name: f"--url {shlex.quote(f.url)} {f.checksum_args}{restricted}".strip()
-        for f in corpus_files(study, corpus)
+        for f in corpus_downloads(study, corpus)
     }
+
+
+def cloud_batch_args(study: Study, corpus: str, batch: int) -> str:
+    """Arguments of one PMC cloud batch download (the inventory comes as an input)."""
+    src = study.corpora[corpus].source
+    return f"--url {shlex.quote(src.url)} --batch {batch} --batches {src.batches}"
+
+
+def cloud_corpora(study: Study) -> list[str]:
+    return [c for c, e in study.corpora.items() if e.source.layout == "cloud"]
 
 
 def corpus_dir(corpus: str) -> str:
@@ -140,6 +189,29 @@ def run_dir(model: str, task: str, fold: int | str, seed: int | str) -> str:
     return f"{RESULTS}/finetune/{model}/{task}/fold~{fold}/seed~{seed}"
 
 
+def run_metrics(study: Study, *, task: str | None = None, model: str | None = None) -> list[str]:
+    """Metrics files of the fine-tuning runs, optionally of one task or one model only."""
+    return [
+        f"{run_dir(m, t, f, s)}/metrics.json"
+        for m, t, f, s in finetune_runs(study)
+        if task in (None, t) and model in (None, m)
+    ]
+
+
+def target_rule(kind: str, name: str) -> str:
+    """Name of a named target rule: `task_ncbi_disease`, `model_pubmedbert_ours`."""
+    return kind + "_" + re.sub(r"\W", "_", name)
+
+
+def task_report_settings(settings: dict[str, Any], task: str) -> dict[str, Any]:
+    """Report settings (see report_settings) narrowed to one task's table and runs."""
+    return {
+        **settings,
+        "tasks": {task: settings["tasks"][task]},
+        "runs": [r for r in settings["runs"] if r["task"] == task],
+    }
+
+
 def task_files(study: Study, task: str) -> dict[str, Any]:
     return study.resolved_tasks[task].spec.source.files
 
@@ -147,18 +219,34 @@ def task_files(study: Study, task: str) -> dict[str, Any]:
 def task_fetch_args(study: Study, task: str, name: str) -> str:
     spec = study.resolved_tasks[task].spec
     src = spec.source.files[name]
+    key = f"tasks.{task}.source"
     args = []
     if spec.source.local_dir:
         args.append(f"--url {shlex.quote(_join(spec.source.local_dir, name))}")
     elif src.url:
         args.append(f"--url {shlex.quote(src.url)}")
-    if src.sha256:
+    if src.directory:
+        args.append("--directory")
+    elif src.sha256:
         args.append(f"--sha256 {src.sha256}")
+    else:
+        args.append(f"--sha256-key {shlex.quote(f'{key}.files.{name}.sha256')}")
     if spec.source.access:
         args.append(f"--access {shlex.quote(spec.source.access)}")
+        args.append(f"--local-dir-key {key}.local_dir")
     if spec.restricted:
         args.append("--restricted")
     return " ".join(args)
+
+
+def task_directories(study: Study) -> list[str]:
+    """``<task>/<name>`` of every task source entry that is a folder (their own download rule)."""
+    return sorted(
+        f"{task}/{name}"
+        for task, rt in study.resolved_tasks.items()
+        for name, f in rt.spec.source.files.items()
+        if f.directory
+    )
 
 
 def is_restricted_model(study: Study, name: str) -> bool:

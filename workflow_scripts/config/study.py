@@ -54,8 +54,34 @@ class CorpusSource:
     access: Optional[str] = _help(
         "For credentialed data: how to obtain access; shown when the download is refused.", default=None
     )
+    layout: Literal["files", "cloud"] = _help(
+        "PMC: files = the tarballs or .nxml listed in files (a local directory or the legacy bulk "
+        "packages); cloud = the per-article PMC Article Datasets layout (inventory, then metadata JSON "
+        "and JATS XML per article version).",
+        default="files",
+    )
+    filelist: Optional[str] = _help(
+        "PMC files layout: name of each package's file list (licence and retraction per article) under "
+        "url, {package} standing for the package name without .tar.gz, e.g. '{package}.filelist.csv'.",
+        default=None,
+    )
+    inventory: Optional[str] = _help(
+        "PMC cloud layout: URL or path (relative to the run directory) of the listing of the bucket's "
+        "metadata/PMC<id>.<version>.json objects: an S3 inventory CSV (optionally gzipped) or the output "
+        "of `aws s3 ls --no-sign-request --recursive s3://pmc-oa-opendata/metadata/`.",
+        default=None,
+    )
+    batches: int = _help(
+        "PMC cloud layout: download-and-parse jobs the articles are spread over (by a stable hash of the "
+        "PMCID, so an article stays in its batch when the inventory grows).",
+        default=1,
+    )
 
     def validate(self, where: str) -> None:
+        if self.batches < 1:
+            raise PipelineError(f"{where}.batches: must be at least 1, got {self.batches}")
+        if self.filelist is not None and "{package}" not in self.filelist:
+            raise PipelineError(f"{where}.filelist: must contain {{package}}, e.g. '{{package}}.filelist.csv'")
         for key in ("baseline", "updates"):
             value = getattr(self, key)
             if value is not None and (len(value) != 2 or value[0] > value[1] or value[0] < 1):
@@ -84,7 +110,13 @@ class CorpusEntry:
             raise PipelineError(f"{where}.shards: must be at least 1, got {self.shards}")
         if self.type == "pubmed" and (self.source.release is None or self.source.baseline is None):
             raise PipelineError(f"{where}.source: a pubmed corpus needs release and baseline")
-        if self.type != "pubmed" and not self.source.files:
+        if self.source.layout == "cloud" or self.source.filelist is not None:
+            if self.type != "pmc":
+                raise PipelineError(f"{where}.source: layout cloud and filelist apply to pmc corpora only")
+        if self.source.layout == "cloud":
+            if not self.source.inventory:
+                raise PipelineError(f"{where}.source.inventory: the cloud layout needs the article inventory")
+        elif self.type != "pubmed" and not self.source.files:
             raise PipelineError(f"{where}.source.files: list the files to download")
         if self.type == "text" and len(self.source.files) != 1:
             raise PipelineError(f"{where}.source.files: a text corpus is one file")

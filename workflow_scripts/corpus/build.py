@@ -128,6 +128,23 @@ def _winners_with_signatures(files: Sequence[Path], winners: Sequence[np.ndarray
                 yield row, (sig if usable and len(sig) == params["num_perm"] else None)
 
 
+def source_selection(files: Sequence[Path]) -> dict:
+    """Sum of the PMC cloud batches' selections (articles left out before download), by reason."""
+    total: dict = {}
+    for p in files:
+        sel = read_info(p).get("selection")
+        if not sel:
+            continue
+        for key, value in sel.items():
+            if isinstance(value, dict):
+                sub = total.setdefault(key, {})
+                for k, v in value.items():
+                    sub[k] = sub.get(k, 0) + v
+            else:
+                total[key] = total.get(key, 0) + value
+    return total
+
+
 def build(inputs: Sequence[str | Path], out: str | Path, settings: CorpusSettings,
           decontaminate: Sequence[str] = ()) -> dict:
     """Write the corpus directory ``out`` (shards, stats.json) and return the stats.
@@ -237,6 +254,9 @@ def build(inputs: Sequence[str | Path], out: str | Path, settings: CorpusSetting
                 "stages": stages,
                 "shards": [{"file": f"shard~{i}.parquet", **s} for i, s in enumerate(shards)],
             }
+            selection = source_selection(files)
+            if selection:
+                stats["source_selection"] = selection
             if index is not None:
                 stats["decontamination"] = decontam_info
             write_json(tmp / "stats.json", stats)

@@ -3,13 +3,16 @@
 Usage: python -m workflow_scripts.corpus.parse --settings S.yaml --in RAWFILE --out PARSED.parquet
            [--filelist PMC_FILE_LIST.csv]
 
-For PMC, ``--filelist`` (the CSV published with the bulk packages or the cloud articles)
-supplies each article's licence and retraction mark in place of the article's own.
+For PMC, ``--filelist`` (the CSV published with the bulk packages, or the one the cloud
+batch download writes) supplies each article's licence and retraction mark in place of the
+article's own. A cloud batch directory's ``selection.json`` (articles left out by their
+metadata before download) is carried into the parsed file's counts.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 from functools import partial
 from pathlib import Path
@@ -101,6 +104,9 @@ def parse_file(path: str | Path, out: str | Path, settings: CorpusSettings,
     if not path.is_file() and not (settings.type == "pmc" and path.is_dir()):
         raise PipelineError(f"{path}: raw file not found")
     info: dict = {"type": settings.type, "file": path.name, "malformed": 0}
+    selection = path / "selection.json"
+    if path.is_dir() and selection.is_file():  # a PMC cloud batch: articles left out before download
+        info["selection"] = json.loads(selection.read_text(encoding="utf-8"))
     bar = progress(f"parse {path.name}", None, "docs")
 
     parser = partial(_pmc, listed=listed) if listed is not None else PARSERS[settings.type]

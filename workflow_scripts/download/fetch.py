@@ -2,12 +2,18 @@
 
 Usage: python -m workflow_scripts.download.fetch --url URL --out PATH
            [--md5-url URL | --md5 HEX | --sha256-url URL | --sha256 HEX] [--retries N] [--restricted]
+           [--directory] [--access TEXT --local-dir-key KEY] [--sha256-key KEY]
 
 Data goes to ``PATH.part``; after a dropped connection the next attempt asks for the rest
 with an HTTP Range request. The finished file is checked against the expected digest
 (and, for ``.gz``, decompressed to the end) before it is renamed to ``PATH``; a file that
 fails is deleted and fetched again, never passed on. Not-found and access errors stop at
 once; other failures are retried with exponential back-off.
+
+With ``--directory`` the source is a local folder (a credentialed release the user holds),
+copied whole with every file's sha256 in ``PATH/provenance.json`` (see local_copy.py).
+Without an expected digest the computed sha256 is recorded and a log line says which
+config key (``--sha256-key``) pins it.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from ..errors import PipelineError
 from ..progress import progress
 from . import credentials
 from .checksums import expected_for, file_digest
+from .local_copy import copy_tree
 
 log = logging.getLogger(__name__)
 CHUNK = 1 << 20
@@ -128,8 +135,16 @@ def _get_http(url: str, part: Path, creds: tuple[str, str] | None, opts: Options
             raise Retry(f"connection dropped at byte {got} of {expected}")
 
 
+def local_path(url: str) -> Path:
+    return (Path(unquote(urlsplit(url).path)) if url.startswith("file:") else Path(url)).expanduser()
+
+
 def _get_file(url: str, part: Path) -> None:
-    src = Path(unquote(urlsplit(url).path)) if url.startswith("file:") else Path(url)
+    src = local_path(url)
+    if src.is_dir():
+        raise PipelineError(
+            f"{url}: is a folder; declare the entry as one (directory: true in the task's source.files)"
+        )
     if not src.is_file():
         raise PipelineError(f"{url}: file not found")
     shutil.copyfile(src, part)
@@ -240,13 +255,26 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--timeout", type=float, default=60.0, help="socket timeout in seconds")
     ap.add_argument("--restricted", action="store_true", help="credentialed data: mark the provenance restricted")
     ap.add_argument("--access", help="credentialed data without a URL: how to obtain it (the error says so)")
+    ap.add_argument("--local-dir-key", help="config key of the user's local copy (named in the error when unset)")
+    ap.add_argument("--directory", action="store_true", help="the source is a local folder: copy it whole")
+    ap.add_argument("--sha256-key", help="config key that pins this file's sha256 (logged when none is given)")
     args = ap.parse_args(argv)
     if not args.url:
+        where = (
+            f"then set {args.local_dir_key} in config.yaml to the folder holding your copy"
+            if args.local_dir_key else "give its url, or a local directory holding it, in the config"
+        )
         raise PipelineError(
-            f"{args.out}: no download source is configured for this file. "
-            + (args.access or "Give its url, or a local directory holding it, in the config.")
+            f"{args.out}: no download source is configured for this {'folder' if args.directory else 'file'}. "
+            + (f"{args.access.rstrip('.')}; {where}." if args.access else f"{where[0].upper()}{where[1:]}.")
         )
     started = provenance.now()
+    if args.directory:
+        if urlsplit(args.url).scheme not in ("file", ""):
+            raise PipelineError(f"{provenance.scrub(args.url)}: a folder source must be a local path")
+        copy_tree(local_path(args.url), Path(args.out), shown=provenance.scrub(args.url),
+                  restricted=args.restricted, started=started)
+        return
     opts = Options(retries=max(0, args.retries), backoff=args.backoff, timeout=args.timeout)
     out = Path(args.out)
     algo, digest, md5_text = None, None, None
@@ -265,6 +293,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     if md5_text is not None:
         write_text(out.with_name(out.name + ".md5"), md5_text)
     log.info("%s: %d bytes in %d attempt(s)", out, result["bytes"], result["attempts"])
+    if digest is None:
+        got = provenance.sha256_file(out)
+        log.warning(
+            "%s: no checksum was given; its sha256 is %s (recorded in its provenance). Pin it so a "
+            "changed or corrupted file is noticed: %s: %s",
+            out, got, args.sha256_key or "the source's sha256 setting", got,
+        )
     provenance.record(
         out, step="download.fetch", inputs={},
         params={"url": provenance.scrub(split_credentials(args.url)[0]),

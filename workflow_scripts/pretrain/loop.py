@@ -5,9 +5,10 @@ returns ``(loss, stats)``. ``norms["masked"]`` and ``norms["tokens"]`` are the g
 batch's masked and total token counts divided by the number of processes: a loss summed
 over this micro-batch and divided by them is its share of the global mean (DDP then
 averages over processes). ``stats`` holds detached components normalised the same way,
-``stats["loss"]`` the total. The loop owns everything else: data order, dynamic masking, gradient
-accumulation, data parallelism, mixed precision, schedule, logging, checkpoints,
-SIGTERM, the held-out evaluation.
+``stats["loss"]`` the total; other keys are logged as ``loss_<key>``, except rates
+(``*_accuracy``, ``*_fraction``), logged under their own name. The loop owns everything
+else: data order, dynamic masking, gradient accumulation, data parallelism, mixed
+precision, schedule, logging, checkpoints, SIGTERM, the held-out evaluation.
 
 The loss of a step is the sum over the global batch's masked tokens divided by their
 number, whatever the split into processes and micro-batches, so 2 processes with batch
@@ -25,7 +26,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import torch
@@ -65,6 +66,8 @@ class Job:
     digest: str
     flops_per_token: Callable[[int], float]
     dist: Dist = field(default_factory=Dist)
+    evaluator: Callable[["Job"], dict[str, Any]] | None = None  # held-out evaluation; default: MLM loss of ``model``
+    companions: dict[str, nn.Module] = field(default_factory=dict)  # further models exported into <out>/<key>/
 
 
 def param_groups(module: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
@@ -113,6 +116,10 @@ def to_device(t: torch.Tensor, device: torch.device) -> torch.Tensor:
     if device.type != "cuda":
         return t
     return t.pin_memory().to(device, non_blocking=True)
+
+
+def log_key(key: str) -> str:
+    return key if key == "loss" or key.endswith(("_accuracy", "_fraction")) else f"loss_{key}"
 
 
 def phase_of(steps_per_phase: list[int], step: int) -> tuple[int, int]:
@@ -273,7 +280,7 @@ def train(job: Job, stop_after: int | None = None) -> dict[str, Any] | None:
                 tps = acc_tokens / elapsed
                 row = {
                     "step": done, "phase": phase, "seq_len": L,
-                    **{k if k == "loss" else f"loss_{k}": v / (d.world * acc_steps) for k, v in sums.items()},
+                    **{log_key(k): v / (d.world * acc_steps) for k, v in sums.items()},
                     "lr": lr, "grad_norm": None if grad_norm is None else float(grad_norm), "tokens_per_s": tps,
                     "mfu": (job.flops_per_token(L) * tps / (peak * 1e12 * d.world)) if peak else None,
                     "memory_mb": memory_mb(d.device), "time": time.time(),
@@ -298,24 +305,18 @@ def train(job: Job, stop_after: int | None = None) -> dict[str, Any] | None:
             bar.close()
     result = {"steps": s.max_steps, "world_size": d.world}
     if d.main:
-        result.update(evaluate(job))
+        result.update((job.evaluator or evaluate)(job))
     return result
 
 
-@torch.no_grad()
-def evaluate(job: Job) -> dict[str, Any]:
-    """MLM loss per masked token on the held-out blocks, with masks fixed across models."""
-    data = job.heldout
-    if data is None or len(data) == 0:
-        log.warning("no held-out blocks: heldout_fraction is 0 or the held-out documents are shorter than one block")
-        return {"heldout_loss": None, "heldout_blocks": 0, "heldout_masked_tokens": 0}
-    s, device = job.settings, job.dist.device
+NO_HELDOUT = {"heldout_loss": None, "heldout_blocks": 0, "heldout_masked_tokens": 0}
+
+
+def heldout_batches(job: Job) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+    """(masked ids, masked positions, labels) on the device for the held-out blocks, with masks fixed across models."""
+    data, s, device = job.heldout, job.settings, job.dist.device
     specials = Specials.of(job.tokenizer, "tokenizer")
     n = min(len(data), s.heldout_max_blocks)
-    objective = MLMObjective(job.model).to(device)
-    was_training = job.model.training
-    job.model.eval()
-    total, count = 0.0, 0.0
     batch = s.micro_batch_size or min(s.batch_size, 32)
     for start in range(0, n, batch):
         idx = np.arange(start, min(start + batch, n))
@@ -327,11 +328,31 @@ def evaluate(job: Job) -> dict[str, Any]:
             mask_replace_prob=s.mask_replace_prob, random_replace_prob=s.random_replace_prob, whole_word=s.whole_word_mask,
         )
         positions = selected.reshape(-1).nonzero().squeeze(1)
-        with autocast(s, device):
-            _, stats = objective(masked.to(device), positions.to(device), input_ids.reshape(-1)[positions].to(device),
-                                 {"masked": 1.0, "tokens": 1.0})
+        yield masked.to(device), positions.to(device), input_ids.reshape(-1)[positions].to(device)
+
+
+def has_heldout(job: Job) -> bool:
+    if job.heldout is None or len(job.heldout) == 0:
+        log.warning("no held-out blocks: heldout_fraction is 0 or the held-out documents are shorter than one block")
+        return False
+    return True
+
+
+@torch.no_grad()
+def evaluate(job: Job) -> dict[str, Any]:
+    """MLM loss per masked token on the held-out blocks, with masks fixed across models."""
+    if not has_heldout(job):
+        return dict(NO_HELDOUT)
+    objective = MLMObjective(job.model).to(job.dist.device)
+    was_training = job.model.training
+    job.model.eval()
+    total, count = 0.0, 0.0
+    for masked, positions, labels in heldout_batches(job):
+        with autocast(job.settings, job.dist.device):
+            _, stats = objective(masked, positions, labels, {"masked": 1.0, "tokens": 1.0})
         total += float(stats["mlm"])
         count += len(positions)
     job.model.train(was_training)
     loss = total / max(count, 1.0)
+    n = min(len(job.heldout), job.settings.heldout_max_blocks)
     return {"heldout_loss": loss, "heldout_perplexity": math.exp(min(loss, 50.0)), "heldout_blocks": n, "heldout_masked_tokens": int(count)}

@@ -55,6 +55,8 @@ def check_vocab(model, tokenizer, where: str) -> None:
 
 def build_model(settings: PretrainSettings, tokenizer, max_seq_len: int) -> nn.Module:
     """A freshly initialised BERT or RoBERTa masked-language model sized for ``tokenizer``."""
+    if settings.architecture not in ("bert", "roberta"):
+        raise PipelineError(f"architecture: {settings.architecture} is not a masked-language model; use bert or roberta")
     sp = Specials.of(tokenizer, "tokenizer")
     hidden, layers, heads, inter = settings.shape()
     common = dict(

@@ -58,6 +58,8 @@ def execute(job: Job, out: Path, *, step: str, inputs: dict[str, Any], params: d
     if result is None or not job.dist.main:
         return result
     written = ckpt.export_model(job.model, job.tokenizer, out)
+    for name, companion in job.companions.items():
+        written += ckpt.export_model(companion, job.tokenizer, out / name)
     log_src = job.state_dir / "train_log.jsonl"
     if log_src.is_file():
         tmp = out / ".train_log.jsonl.tmp"

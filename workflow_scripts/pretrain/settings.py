@@ -1,7 +1,9 @@
-"""Settings of the masked-language-model pretraining step (top-level YAML key ``model.pretrain``).
+"""Settings of the pretraining step (top-level YAML key ``model.pretrain``).
 
 Defaults follow the papers: AdamW with betas (0.9, 0.98), eps 1e-6, weight decay 0.01,
-warm-up then linear decay to zero, 15% masking with 80/10/10 replacement.
+warm-up then linear decay to zero, 15% masking with 80/10/10 replacement. ``objective:
+electra`` trains a generator and discriminator (Clark et al. 2020; BioM-ELECTRA) instead
+of a masked-language model.
 """
 
 from __future__ import annotations
@@ -30,9 +32,38 @@ class Phase:
 
 
 @dataclass
+class ElectraSettings:
+    generator_size: float = field(
+        default=1 / 3,
+        metadata={"help": "Generator hidden width as a fraction of the discriminator's (ELECTRA: 1/4 to 1/3), rounded to whole attention heads."},
+    )
+    discriminator_weight: float = field(default=50.0, metadata={"help": "Weight of the replaced-token-detection loss against the generator's MLM loss."})
+    share_embeddings: bool = field(
+        default=True, metadata={"help": "Generator and discriminator share token, position and type embeddings."}
+    )
+    sampling: Literal["gumbel", "multinomial"] = field(
+        default="gumbel",
+        metadata={"help": "How replacements are drawn from the generator's softmax (no gradient flows through the draw): Gumbel-max or inverse-CDF multinomial."},
+    )
+
+    def validate(self, where: str) -> None:
+        if not 0 < self.generator_size <= 1:
+            raise PipelineError(f"{where}.generator_size: must be in (0, 1], e.g. 0.25 or 0.333")
+        if self.discriminator_weight <= 0:
+            raise PipelineError(f"{where}.discriminator_weight: must be positive (ELECTRA uses 50)")
+
+
+@dataclass
 class PretrainSettings:
-    architecture: Literal["bert", "roberta"] = field(
-        default="roberta", metadata={"help": "Model family built from scratch (ignored with --init, which keeps its own)."}
+    architecture: Literal["bert", "roberta", "electra"] = field(
+        default="roberta",
+        metadata={"help": "Model family built from scratch (ignored with --init, which keeps its own); electra requires objective electra."},
+    )
+    objective: Literal["mlm", "electra"] = field(
+        default="mlm", metadata={"help": "mlm: masked-language modelling; electra: generator + replaced-token-detection discriminator."}
+    )
+    electra: ElectraSettings = field(
+        default_factory=ElectraSettings, metadata={"help": "Generator and loss of objective electra (ignored for mlm)."}
     )
     size: Literal["tiny", "small", "base", "large"] = field(
         default="base", metadata={"help": "Preset shape: tiny (64x2), small (512x4), base (768x12), large (1024x24)."}
@@ -136,6 +167,11 @@ class PretrainSettings:
         for ok, key, msg in checks:
             if not ok:
                 raise PipelineError(f"{where}.{key}: {msg}")
+        if (self.objective == "electra") != (self.architecture == "electra"):
+            raise PipelineError(
+                f"{where}.objective: objective {self.objective} does not go with architecture {self.architecture}; "
+                "use objective electra with architecture electra, and objective mlm with bert or roberta"
+            )
         if min(self.phase_steps()) <= 0:
             raise PipelineError(f"{where}.phases: a phase gets no steps with max_steps={self.max_steps}; raise max_steps or its fraction")
 

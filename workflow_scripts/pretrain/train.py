@@ -1,10 +1,12 @@
-"""Masked-language-model pretraining, from scratch with a learned vocabulary or continual from a checkpoint.
+"""Pretraining (masked-language model or ELECTRA), from scratch with a learned vocabulary or continual from a checkpoint.
 
     python -m workflow_scripts.pretrain.train --settings S.yaml --corpus results/corpus/A [...] \
         (--tokenizer results/vocab/V | --init MODEL_DIR_OR_HUB_ID) --out results/pretrain/M
 
 Launch with ``torchrun --nproc-per-node N -m workflow_scripts.pretrain.train ...`` for data
-parallelism. Re-running resumes from ``<out>/training_state/``.
+parallelism. Re-running resumes from ``<out>/training_state/``. With ``objective: electra``
+the output is the discriminator, with the generator in ``<out>/generator/``; ``--init``
+then names such an output directory.
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ from ..cli import run
 from ..config.typed import load_settings, to_dict
 from ..errors import PipelineError
 from . import dist as distributed
+from . import electra
 from .loop import Job
 from .model import MLMObjective, build_model, check_vocab, load_pretrained, load_tokenizer
 from .run import digest, execute, flops_fn, load_phases
-from .settings import ModelEntry
+from .settings import ModelEntry, PretrainSettings
 
 log = logging.getLogger("pretrain")
 
@@ -54,27 +57,58 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         out = Path(args.out)
         max_len = max(p.seq_len for p in s.phases)
-        if args.init:
-            model, tokenizer = load_pretrained(args.init, "--init", s.attention)
-            limit = model.config.max_position_embeddings - (model.config.pad_token_id + 1 if model.config.model_type == "roberta" else 0)
-            if max_len > limit:
-                raise PipelineError(f"{args.settings}: model.pretrain.phases: seq_len {max_len} exceeds the {limit} positions of {args.init}")
-        else:
-            tokenizer = load_tokenizer(args.tokenizer, "--tokenizer")
-            model = build_model(s, tokenizer, max_len)
-            check_vocab(model, tokenizer, args.tokenizer)
-        phases, heldout, data_dirs = load_phases(s, args.corpus, tokenizer, out, d)
-        job = Job(
-            settings=s, objective=MLMObjective(model), model=model, tokenizer=tokenizer, phases=phases, heldout=heldout,
-            state_dir=out / "training_state", digest=digest(s, data_dirs, model, {"init": args.init}),
-            flops_per_token=flops_fn(model), dist=d,
-        )
+        job = (electra_job if s.objective == "electra" else mlm_job)(args, s, max_len, d)
+        model = job.model
         inputs = {"corpus": list(args.corpus), **({"init": args.init} if args.init else {"tokenizer": args.tokenizer}), "settings": args.settings}
         execute(job, out, step="pretrain", inputs=inputs, params={"name": entry.name, "pretrain": to_dict(s)}, started=started,
                 extra={"model": {"parameters": sum(p.numel() for p in model.parameters()), "config": model.config.to_dict()}},
                 stop_after=args.stop_after)
     finally:
         distributed.teardown(d)
+
+
+def mlm_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: distributed.Dist) -> Job:
+    out = Path(args.out)
+    if args.init:
+        model, tokenizer = load_pretrained(args.init, "--init", s.attention)
+        if model.config.model_type == "electra":
+            raise PipelineError(f"{args.init}: an ELECTRA checkpoint; continue it with model.pretrain.objective: electra and architecture: electra")
+        check_positions(model, max_len, args)
+    else:
+        tokenizer = load_tokenizer(args.tokenizer, "--tokenizer")
+        model = build_model(s, tokenizer, max_len)
+        check_vocab(model, tokenizer, args.tokenizer)
+    phases, heldout, data_dirs = load_phases(s, args.corpus, tokenizer, out, d)
+    return Job(
+        settings=s, objective=MLMObjective(model), model=model, tokenizer=tokenizer, phases=phases, heldout=heldout,
+        state_dir=out / "training_state", digest=digest(s, data_dirs, model, {"init": args.init}),
+        flops_per_token=flops_fn(model), dist=d,
+    )
+
+
+def electra_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: distributed.Dist) -> Job:
+    out = Path(args.out)
+    if args.init:
+        discriminator, generator, tokenizer = electra.load_electra(args.init, s, "--init")
+        check_positions(discriminator, max_len, args)
+    else:
+        tokenizer = load_tokenizer(args.tokenizer, "--tokenizer")
+        discriminator, generator = electra.build_electra(s, tokenizer, max_len)
+        check_vocab(discriminator, tokenizer, args.tokenizer)
+    phases, heldout, data_dirs = load_phases(s, args.corpus, tokenizer, out, d)
+    extra = {"init": args.init, "generator": generator.config.to_dict()}
+    return Job(
+        settings=s, objective=electra.ElectraObjective(discriminator, generator, s.electra), model=discriminator,
+        tokenizer=tokenizer, phases=phases, heldout=heldout, state_dir=out / "training_state",
+        digest=digest(s, data_dirs, discriminator, extra), flops_per_token=electra.flops_fn(discriminator, generator),
+        dist=d, evaluator=electra.evaluate, companions={electra.GENERATOR_DIR: generator},
+    )
+
+
+def check_positions(model, max_len: int, args: argparse.Namespace) -> None:
+    limit = model.config.max_position_embeddings - (model.config.pad_token_id + 1 if model.config.model_type == "roberta" else 0)
+    if max_len > limit:
+        raise PipelineError(f"{args.settings}: model.pretrain.phases: seq_len {max_len} exceeds the {limit} positions of {args.init}")
 
 
 if __name__ == "__main__":

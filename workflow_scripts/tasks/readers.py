@@ -9,6 +9,7 @@ part after ``#`` in a split path, for formats where one directory holds several 
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import OrderedDict
 from functools import lru_cache
@@ -494,48 +495,212 @@ def _bio(tags: list[str]) -> list[str]:
     return out
 
 
-_CONCEPT = re.compile(r'^c="(.*)" (\d+):(\d+) (\d+):(\d+)\|\|t="([^"]+)"$')
+def _release_files(path: Path, name: str, roots: list[str], suffix: str) -> dict[str, Path]:
+    found: dict[str, Path] = {}
+    for sub in roots or ["."]:
+        root = path / sub
+        if not root.is_dir():
+            raise PipelineError(f"{name}: folder {sub} not found")
+        found.update({p.stem: p for p in root.rglob(f"*{suffix}")})
+    return found
+
+
+def _shown(name: str, root: Path, file: Path) -> str:
+    return f"{name}/{os.path.relpath(file, root)}"
+
+
+def _token_spans(line: str) -> list[tuple[int, int]]:
+    """Character spans of a line's i2b2 tokens. As in BLUE's reader, a line that starts with
+    whitespace has an empty token 0 there, so the release's word numbers stay aligned."""
+    spans = [m.span() for m in re.finditer(r"\S+", line)]
+    if spans and spans[0][0] != 0:
+        spans.insert(0, (0, 0))
+    return spans
+
+
+class _Document:
+    """One i2b2 text: its lines, and concept spans checked against them."""
+
+    def __init__(self, path: Path, shown: str) -> None:
+        self.shown = shown
+        self.lines = _text(path, shown).split("\n")
+        self.tokens = [_token_spans(line) for line in self.lines]
+
+    def span(self, m: "re.Match[str]", first: int, where: str) -> tuple[int, int, int]:
+        """(line, start, end) in characters of the concept whose groups start at ``first``."""
+        text, l1, w1, l2, w2 = m[first], int(m[first + 1]), int(m[first + 2]), int(m[first + 3]), int(m[first + 4])
+        if l1 != l2 or not 1 <= l1 <= len(self.lines) or not 0 <= w1 <= w2 < len(self.tokens[l1 - 1]):
+            raise PipelineError(f"{where}: span {l1}:{w1} {l2}:{w2} is not within one line of {self.shown}")
+        tokens = self.tokens[l1 - 1]
+        start, end = tokens[w1][0], tokens[w2][1]
+        found = " ".join(self.lines[l1 - 1][start:end].split())
+        if found.lower() != " ".join(text.split()).lower():
+            raise PipelineError(
+                f"{where}: concept {text!r} but words {w1}-{w2} of line {l1} of {self.shown} read "
+                f"{found!r}; the annotation does not belong to this text"
+            )
+        return l1, start, end
+
+
+_SPAN = r'c="(.*)" (\d+):(\d+) (\d+):(\d+)'
+_CONCEPT = re.compile(rf'^{_SPAN}\|\|t="([^"]+)"$')
+_RELATION = re.compile(rf'^{_SPAN}\|\|r="([^"]+)"\|\|{_SPAN}$')
+
+
+def _annotations(path: Path, shown: str, pattern: "re.Pattern[str]", expected: str) -> Iterator[tuple[str, "re.Match[str]"]]:
+    """(file:line, match) of each non-blank line of an i2b2 annotation file."""
+    for number, line in _lines(path, shown):
+        if not line.strip():
+            continue
+        m = pattern.match(line.strip())
+        if not m:
+            raise PipelineError(f"{shown}:{number}: expected '{expected}'")
+        yield f"{shown}:{number}", m
+
+
+def _concepts(doc: _Document, path: Path, shown: str) -> Iterator[tuple[str, str, tuple[int, int, int]]]:
+    """(where, type, (line, start, end)) of each concept of a ``.con`` file."""
+    for where, m in _annotations(path, shown, _CONCEPT, 'c="..." L:W L:W||t="type"'):
+        yield where, m[6], doc.span(m, 1, where)
 
 
 def read_i2b2_concepts(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None) -> list[Record]:
     """i2b2/VA 2010 concepts: ``<doc>.txt`` (one sentence per line, whitespace-tokenised) and
     ``<doc>.con`` lines ``c="text" line:word line:word||t="problem|test|treatment"`` (lines
-    1-based, words 0-based, inclusive). Files are searched under ``path``, or under the
-    comma-separated subfolders given as selector (the test release keeps texts and concepts
-    in separate folders). Ids are ``<document>:<line>``."""
-    roots = [path / s for s in selector.split(",")] if selector else [path]
-    texts: dict[str, Path] = {}
-    concepts: dict[str, Path] = {}
-    for root in roots:
-        if not root.is_dir():
-            raise PipelineError(f"{name}: folder {root.relative_to(path) if root != path else root} not found")
-        texts.update({p.stem: p for p in root.rglob("*.txt")})
-        concepts.update({p.stem: p for p in root.rglob("*.con")})
+    1-based, words 0-based, inclusive; each concept's text is checked against the words).
+    Files are searched under ``path``, or under the comma-separated subfolders given as
+    selector (the test release keeps texts and concepts in separate folders). Ids are
+    ``<document>:<line>``."""
+    roots = [s for s in (selector or "").split(",") if s]
+    texts = _release_files(path, name, roots, ".txt")
+    concepts = _release_files(path, name, roots, ".con")
     if not concepts:
         raise PipelineError(f"{name}: no .con concept files found")
     records = []
     for stem in sorted(concepts):
         if stem not in texts:
             raise PipelineError(f"{name}: {stem}.con has no matching {stem}.txt")
-        lines = [line.split() for line in _text(texts[stem], f"{name}/{stem}.txt").split("\n")]
-        tags = [["O"] * len(words) for words in lines]
-        con = concepts[stem]
-        shown = f"{name}/{con.relative_to(path)}"
-        for number, line in _lines(con, shown):
-            if not line.strip():
-                continue
-            m = _CONCEPT.match(line.strip())
-            if not m:
-                raise PipelineError(f"{shown}:{number}: expected 'c=\"...\" L:W L:W||t=\"type\"'")
-            l1, w1, l2, w2, kind = int(m[2]), int(m[3]), int(m[4]), int(m[5]), m[6]
-            if l1 != l2 or not 1 <= l1 <= len(lines) or not 0 <= w1 <= w2 < len(lines[l1 - 1]):
-                raise PipelineError(f"{shown}:{number}: span {l1}:{w1} {l2}:{w2} is not within one line of {stem}.txt")
-            tags[l1 - 1][w1] = _check_label(f"B-{kind}", spec, f"{shown}:{number}")
-            for w in range(w1 + 1, w2 + 1):
-                tags[l1 - 1][w] = f"I-{kind}"
-        for number, (words, word_tags) in enumerate(zip(lines, tags), start=1):
-            if words:
-                records.append({"id": f"{stem}:{number}", "tokens": words, "tags": word_tags})
+        doc = _Document(texts[stem], _shown(name, path, texts[stem]))
+        words = [[(a, b) for a, b in spans if b > a] for spans in doc.tokens]
+        tags = [["O"] * len(w) for w in words]
+        for where, kind, (row, start, end) in _concepts(doc, concepts[stem], _shown(name, path, concepts[stem])):
+            label = _check_label(f"B-{kind}", spec, where)
+            inside = [k for k, (a, b) in enumerate(words[row - 1]) if a >= start and b <= end]
+            if not inside:
+                raise PipelineError(f"{where}: the concept covers no word of line {row}")
+            tags[row - 1][inside[0]] = label
+            for k in inside[1:]:
+                tags[row - 1][k] = f"I-{kind}"
+        for number, (line, spans) in enumerate(zip(doc.lines, words), start=1):
+            if spans:
+                records.append({"id": f"{stem}:{number}", "tokens": [line[a:b] for a, b in spans],
+                                "tags": tags[number - 1]})
+    return records
+
+
+# i2b2/VA 2010 relations: which concept-type pairs can carry a relation (TrXP, TeXP, PIP).
+_RELATION_PAIRS = {frozenset({"problem", "treatment"}), frozenset({"problem", "test"}), frozenset({"problem"})}
+
+
+def _dummify(line: str, a: dict, b: dict) -> tuple[str, list[dict]]:
+    """Replace two concepts by @TYPE$ placeholders (overlapping ones by one @TYPE1-TYPE2$, as
+    BLUE does); return the text and the placeholders' spans in it."""
+    first, second = sorted((a, b), key=lambda c: (c["start"], c["end"]))
+    if second["start"] < first["end"]:
+        kind = f"{a['type'].upper()}-{b['type'].upper()}"
+        start, end = first["start"], max(first["end"], second["end"])
+        text = f"{line[:start]}@{kind}$"
+        return text + line[end:], [{"start": start, "end": len(text), "type": kind}]
+    pieces, entities, last = [], [], 0
+    for c in (first, second):
+        pieces.append(line[last:c["start"]])
+        at = sum(len(p) for p in pieces)
+        placeholder = f"@{c['type'].upper()}$"
+        pieces.append(placeholder)
+        entities.append({"start": at, "end": at + len(placeholder), "type": c["type"].upper()})
+        last = c["end"]
+    pieces.append(line[last:])
+    return "".join(pieces), entities
+
+
+def _can_relate(a: dict, b: dict, all_pairs: bool) -> bool:
+    return all_pairs or frozenset({a["type"], b["type"]}) in _RELATION_PAIRS
+
+
+def _relation_labels(doc: _Document, path: Path, shown: str, cons: list[dict],
+                     index: dict[tuple[int, int, int], int], spec: TaskSpec,
+                     all_pairs: bool) -> dict[frozenset[int], list[str]]:
+    """The annotated relations of a ``.rel`` file: pair of concept numbers -> its labels."""
+    labels: dict[frozenset[int], list[str]] = {}
+    for where, m in _annotations(path, shown, _RELATION, 'c="..." L:W L:W||r="type"||c="..." L:W L:W'):
+        pair = []
+        for first in (1, 7):
+            key = doc.span(m, first, where)
+            if key not in index:
+                raise PipelineError(f"{where}: concept {m[first]!r} is not annotated in {Path(shown).stem}.con")
+            pair.append(index[key])
+        a, b = (cons[i] for i in pair)
+        if a["line"] != b["line"] or pair[0] == pair[1] or not _can_relate(a, b, all_pairs):
+            raise PipelineError(
+                f"{where}: relation between a {a['type']} and a {b['type']} on lines {a['line']} and "
+                f"{b['line']}; relations join two concepts of one sentence (problem with treatment, test or problem)"
+            )
+        labels.setdefault(frozenset(pair), []).append(_check_label(m[6], spec, where))
+    return labels
+
+
+def read_i2b2_relations(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None) -> list[Record]:
+    """i2b2/VA 2010 relations from the original release: ``<doc>.txt`` (one sentence per line,
+    whitespace-tokenised), ``<doc>.con`` (``c="text" L:W L:W||t="problem"``) and ``<doc>.rel``
+    (``c="text" L:W L:W||r="TrAP"||c="text" L:W L:W``), searched under ``path`` or under the
+    comma-separated subfolders in the selector (the test release keeps texts apart).
+
+    Instances are built as BLUE's create_i2b2_bert.py builds them: each pair of concepts on the
+    same line, both replaced by @PROBLEM$/@TREATMENT$/@TEST$, labelled with its annotated
+    relation (one instance per relation) or the task's negative label. Only pairs whose types
+    can carry a relation (problem with treatment, test or problem) are kept; the selector item
+    ``pairs=all`` keeps every pair, as BLUE's released TSVs do. Ids are
+    ``<document>:<line>:<concept>-<concept>`` so dev hold-outs take whole documents."""
+    items = [s for s in (selector or "").split(",") if s]
+    options = {s for s in items if s.startswith("pairs=")}
+    if options - {"pairs=all", "pairs=relation"}:
+        raise PipelineError(f"{name}#{selector}: unknown option {sorted(options)[0]!r} (pairs=all or pairs=relation)")
+    all_pairs = "pairs=all" in options
+    roots = [s for s in items if s not in options]
+    texts = _release_files(path, name, roots, ".txt")
+    concepts = _release_files(path, name, roots, ".con")
+    relations = _release_files(path, name, roots, ".rel")
+    if not concepts:
+        raise PipelineError(f"{name}: no .con concept files found")
+    negative = spec.negative_label or "false"
+    records = []
+    for stem in sorted(concepts):
+        for suffix, found in ((".txt", texts), (".rel", relations)):
+            if stem not in found:
+                raise PipelineError(f"{name}: {stem}.con has no matching {stem}{suffix}")
+        doc = _Document(texts[stem], _shown(name, path, texts[stem]))
+        cons: list[dict] = []
+        index: dict[tuple[int, int, int], int] = {}
+        for where, kind, key in _concepts(doc, concepts[stem], _shown(name, path, concepts[stem])):
+            if kind not in ("problem", "test", "treatment"):
+                raise PipelineError(f"{where}: concept type {kind!r} is not problem, test or treatment")
+            index.setdefault(key, len(cons))
+            cons.append({"line": key[0], "start": key[1], "end": key[2], "type": kind})
+        labels = _relation_labels(doc, relations[stem], _shown(name, path, relations[stem]), cons, index,
+                                  spec, all_pairs)
+        for i, a in enumerate(cons):
+            for j in range(i + 1, len(cons)):
+                b = cons[j]
+                if a["line"] != b["line"] or not _can_relate(a, b, all_pairs):
+                    continue
+                text, entities = _dummify(doc.lines[a["line"] - 1], a, b)
+                found = labels.get(frozenset({i, j})) or [_check_label(negative, spec, f"tasks.{spec.name}.negative_label")]
+                for k, label in enumerate(found, start=1):
+                    suffix = f"~{k}" if k > 1 else ""
+                    records.append({
+                        "id": f"{stem}:{a['line']}:{i}-{j}{suffix}", "text": text,
+                        "label": label, "entities": entities,
+                    })
     return records
 
 
@@ -544,6 +709,7 @@ READERS: dict[str, Reader] = {
     "conll_untyped": read_conll_untyped,
     "i2b2_xml": read_i2b2_xml,
     "i2b2_concepts": read_i2b2_concepts,
+    "i2b2_relations": read_i2b2_relations,
     "ebm_nlp": read_ebm_nlp,
     "blue_tsv": read_blue_tsv,
     "hoc": read_hoc,

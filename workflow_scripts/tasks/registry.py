@@ -41,11 +41,16 @@ def load_registry(path: Optional[str | Path] = None) -> dict[str, dict]:
 
 
 def deep_merge(base: Any, override: Any) -> Any:
-    """Mappings merge key by key; anything else in ``override`` replaces ``base``."""
+    """Mappings merge key by key; anything else in ``override`` replaces ``base``. A null in
+    an override mapping removes the key (a registry file the config does not want, or a
+    setting back to its default)."""
     if isinstance(base, dict) and isinstance(override, dict):
         merged = dict(base)
         for key, value in override.items():
-            merged[key] = deep_merge(base[key], value) if key in base else copy.deepcopy(value)
+            if value is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = deep_merge(base[key], value) if key in base else copy.deepcopy(value)
         return merged
     return copy.deepcopy(override)
 

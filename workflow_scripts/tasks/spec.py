@@ -23,13 +23,20 @@ class SourceFile:
         default=None,
         metadata={"help": "expected sha256 of the file; null = unknown (recorded on download)"},
     )
+    directory: bool = field(
+        default=False,
+        metadata={"help": "the entry is a folder of the user's local copy (credentialed releases), copied whole"},
+    )
 
 
 @dataclass
 class TaskSource:
-    files: dict[str, SourceFile] = field(
+    files: dict[str, Optional[SourceFile]] = field(
         default_factory=dict,
-        metadata={"help": "file name under results/raw/tasks/{task}/ -> where it comes from"},
+        metadata={
+            "help": "file name under results/raw/tasks/{task}/ -> where it comes from "
+            "(null in the config drops a file of the registry entry)"
+        },
     )
     access: Optional[str] = field(
         default=None,
@@ -104,6 +111,12 @@ class TaskSpec:
     )
 
     def validate(self, where: str) -> None:
+        dropped = sorted(name for name, f in self.source.files.items() if f is None)
+        if dropped:
+            raise PipelineError(
+                f"{where}.source.files.{dropped[0]}: null drops a file of the task registry's entry, "
+                "but the entry has no such file; remove the key"
+            )
         missing = [s for s in SPLITS if s not in self.splits]
         if missing:
             raise PipelineError(f"{where}.splits: missing split {missing[0]!r} (need train, dev, test)")

@@ -1,0 +1,76 @@
+# Named targets for partial reruns, one per task and one per model (`-` and other
+# non-identifier characters become `_`):
+#   snakemake task_ncbi_disease   every model x fold x seed run of one task + its own tables
+#   snakemake model_pubmedbert    one model (built here, if it is) + its runs on every task
+# They only name files: no jobs of their own, so they never reach the cluster.
+localrules:
+    report_settings_of_task,
+    tables_of_task,
+
+
+WORKFLOW_ROOT = workflow.basedir
+full_report_settings = functools.cache(
+    lambda: plan.report_settings(STUDY, WORKFLOW_ROOT)
+)
+TASK_TABLES = expand(
+    "results/tables/task~{{task}}/{table}.{ext}",
+    table=TABLE_NAMES,
+    ext=["csv", "md", "tex"],
+) + [
+    "results/tables/task~{task}/spread.csv",
+    "results/tables/task~{task}/comparisons.csv",
+    "results/tables/task~{task}/missing.md",
+]
+
+
+rule report_settings_of_task:
+    output:
+        "results/configs/report/task~{task}.yaml",
+    log:
+        "results/logs/report_settings_of_task/{task}.log",
+    params:
+        settings=lambda wildcards: plan.task_report_settings(
+            full_report_settings(), wildcards.task
+        ),
+    run:
+        write_settings(output[0], params.settings)
+
+
+# The study's tables need every run; these need only one task's, so a task's numbers can
+# be read (beside the published ones) before the rest of the study has finished.
+rule tables_of_task:
+    input:
+        settings="results/configs/report/task~{task}.yaml",
+        runs=lambda wildcards: plan.run_metrics(STUDY, task=wildcards.task),
+    output:
+        TASK_TABLES,
+        provenance="results/tables/task~{task}/provenance.json",
+    log:
+        "results/logs/tables_of_task/{task}.log",
+    conda:
+        CONDA_ENV
+    shell:
+        "python -m workflow_scripts.report.tables --settings {input.settings}"
+        " --out results/tables/task~{wildcards.task} 2> {log}"
+
+
+for _task in TASKS:
+
+    rule:
+        name:
+            plan.target_rule("task", _task)
+        input:
+            plan.run_metrics(STUDY, task=_task),
+            f"results/tables/task~{_task}/provenance.json",
+        localrule: True
+
+
+for _model in MODELS:
+
+    rule:
+        name:
+            plan.target_rule("model", _model)
+        input:
+            plan.model_marker(STUDY, _model),
+            plan.run_metrics(STUDY, model=_model),
+        localrule: True

@@ -1,0 +1,269 @@
+"""The `slurm` profile against a real one-node Slurm cluster on localhost.
+
+The user's literal command, `snakemake --profile slurm`, with the template from
+profiles/slurm installed into a temporary XDG_CONFIG_HOME, runs part of the demo (one
+corpus, a vocabulary and a short pretraining) through sbatch. The pretraining job is
+cancelled with scancel once it has checkpointed, the same command is run again, and the
+outputs are compared with an uninterrupted local run. Misconfigured partitions must stop
+the run before anything is submitted.
+
+The cluster comes from tests/slurm/start-local-slurm.sh (root and apt-get needed; it
+installs slurm-wlm, munge, slurmdbd and MariaDB) and is stopped by PID afterwards.
+Run these alone with `pytest -m slurm tests/slurm`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from workflow_harness import BIN, ROOT, copy_demo
+
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+
+HERE = Path(__file__).resolve().parent
+TEMPLATE = ROOT / "profiles" / "slurm" / "config.yaml"
+CPU_PARTITION, GPU_PARTITION = "debug", "gpu"
+MODEL = "demo-roberta"
+TARGET = f"results/pretrain/{MODEL}/model.safetensors"
+STATE = f"results/pretrain/{MODEL}/training_state"
+# A short pretraining on one corpus, with a checkpoint every 5 of its 20 steps.
+OVERRIDES = {
+    "vocabularies": {"demo-bpe": {"corpora": ["pubmed"]}},
+    "models": {MODEL: {"corpora": ["pubmed"], "pretrain": {"max_steps": 20, "checkpoint_every": 5}}},
+}
+# The repository's profiles/default sizes jobs for the full study (16 GPUs and 256 GB for
+# pretraining); the demo copy gets a CPU-sized workflow profile in the same place, with
+# no default-resources/set-resources of its own so the site profile's apply.
+WORKFLOW_PROFILE = {
+    "set-threads": {"build_corpus": 1, "train_vocab": 1, "pretrain": 1},
+    "resources": {"downloads": 4},
+    "rerun-incomplete": True,
+}
+SUBMITTED = re.compile(r"submitted with SLURM jobid (\d+) \(log: \S*/rule_(\w+)/")
+RUN_LIMIT = 900
+
+
+def _skip_reason() -> str | None:
+    if os.geteuid() != 0:
+        return "needs root: start-local-slurm.sh installs Slurm with apt-get and runs its daemons"
+    if shutil.which("apt-get") is None or shutil.which("dpkg-query") is None:
+        return "needs a Debian system with apt-get to install slurm-wlm, munge and slurmdbd"
+    if shutil.which("timeout") is None:
+        return "needs coreutils' timeout"
+    return None
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+    directory = tmp_path_factory.mktemp("local-slurm")
+    env = {**os.environ, "LOCAL_SLURM_PARTITIONS": f"{CPU_PARTITION} {GPU_PARTITION}"}
+    try:
+        started = subprocess.run(
+            [str(HERE / "start-local-slurm.sh"), str(directory)],
+            env=env, capture_output=True, text=True, timeout=600,
+        )
+        assert started.returncode == 0, started.stdout + started.stderr
+        env["SLURM_CONF"] = str(directory / "slurm.conf")
+        env["PATH"] = os.pathsep.join([str(directory / "bin"), str(BIN), os.environ.get("PATH", "")])
+        yield env
+    finally:
+        subprocess.run([str(HERE / "stop-local-slurm.sh"), str(directory), "--purge"], timeout=300)
+
+
+def install_profile(home: Path, **site: str | None) -> Path:
+    """The template as a user installs it, SITE_ values replaced by `site` (None: kept)."""
+    values = {"SITE_CPU_PARTITION": CPU_PARTITION, "SITE_GPU_PARTITION": GPU_PARTITION, **site}
+    profile = yaml.safe_load(TEMPLATE.read_text())
+    # This cluster has no accounts and no GPUs (there is no GPU model to ask for).
+    del profile["default-resources"]["slurm_account"]
+    for resources in profile["set-resources"].values():
+        del resources["gpu_model"]
+    profile["slurm-no-account"] = True
+    profile["slurm-init-seconds-before-status-checks"] = 2
+    profile["slurm-keep-successful-logs"] = True
+    profile["retries"] = 0  # a cancelled job stays failed: the user re-runs by hand
+    text = yaml.safe_dump(profile, sort_keys=False)
+    for placeholder, value in values.items():
+        if value is not None:
+            text = text.replace(placeholder, value)
+    target = home / "snakemake" / "slurm" / "config.yaml"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text)
+    return home
+
+
+def demo_copy(dest: Path) -> Path:
+    work = copy_demo(dest)
+    (work / "overrides.yaml").write_text(yaml.safe_dump(OVERRIDES))
+    (work / "profiles" / "default").mkdir(parents=True)
+    (work / "profiles" / "default" / "config.yaml").write_text(yaml.safe_dump(WORKFLOW_PROFILE))
+    return work
+
+
+def snakemake_command(*args: str) -> list[str]:
+    # `timeout -k`: a snakemake stuck polling the cluster ignores SIGTERM
+    return ["timeout", "-k", "20", str(RUN_LIMIT), str(BIN / "snakemake"), *args,
+            "--snakefile", str(ROOT / "Snakefile"), "--configfile", "overrides.yaml"]
+
+
+def start_slurm_run(work: Path, env: dict, home: Path, log: Path) -> subprocess.Popen:
+    with log.open("w") as out:
+        return subprocess.Popen(
+            snakemake_command(TARGET, "--profile", "slurm"),
+            cwd=work, env={**env, "XDG_CONFIG_HOME": str(home)}, stdout=out, stderr=subprocess.STDOUT, text=True,
+        )
+
+
+def slurm_run(work: Path, env: dict, home: Path, log: Path) -> int:
+    proc = start_slurm_run(work, env, home, log)
+    return proc.wait(timeout=RUN_LIMIT + 60)
+
+
+def submitted(log: Path) -> list[tuple[str, str]]:
+    """(Slurm job id, rule) of every job the plugin reports as submitted."""
+    return SUBMITTED.findall(log.read_text()) if log.exists() else []
+
+
+def sacct_jobs(env: dict) -> dict[str, str]:
+    out = subprocess.run(["sacct", "-n", "-X", "-P", "-S", "now-1days", "-o", "JobID,State"],
+                         env=env, capture_output=True, text=True, check=True, timeout=60).stdout
+    return dict(line.split("|", 1) for line in out.splitlines() if line)
+
+
+def wait_until(predicate, limit: float, what: str, proc: subprocess.Popen | None = None):
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        value = predicate()
+        if value:
+            return value
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"snakemake exited ({proc.returncode}) before {what}")
+        time.sleep(1)
+    raise AssertionError(f"timed out after {limit} s waiting for {what}")
+
+
+def checksums(work: Path) -> dict[str, str]:
+    """sha256 of every compared output: corpus shards and stats, vocabulary, weights."""
+    files = [
+        *sorted((work / "results/corpus/pubmed").glob("shard~*.parquet")),
+        work / "results/corpus/pubmed/stats.json",
+        *sorted(p for p in (work / "results/vocab/demo-bpe").iterdir() if p.is_file() and p.name != "provenance.json"),
+        work / TARGET,
+        work / f"results/pretrain/{MODEL}/config.json",
+    ]
+    return {str(p.relative_to(work)): hashlib.sha256(p.read_bytes()).hexdigest() for p in files}
+
+
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory):
+    """The same targets without Slurm, pretraining uninterrupted."""
+    if _skip_reason():
+        pytest.skip(_skip_reason())
+    work = demo_copy(tmp_path_factory.mktemp("local"))
+    proc = subprocess.run(snakemake_command(TARGET, "--cores", "2"), cwd=work, capture_output=True,
+                          text=True, timeout=RUN_LIMIT + 60)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return work
+
+
+@pytest.fixture(scope="module")
+def slurm_runs(cluster, tmp_path_factory):
+    """Submit through the profile, scancel pretraining after a checkpoint, run again."""
+    tmp = tmp_path_factory.mktemp("slurm")
+    home = install_profile(tmp / "xdg")
+    work = demo_copy(tmp)
+    first_log, second_log = tmp / "first.log", tmp / "second.log"
+    proc = start_slurm_run(work, cluster, home, first_log)
+    try:
+        job = wait_until(lambda: next((j for j, rule in submitted(first_log) if rule == "pretrain"), None),
+                         RUN_LIMIT, "the pretraining job's submission", proc)
+        latest = work / STATE / "latest"
+        wait_until(latest.exists, 600, f"a checkpoint in {STATE}", proc)
+        subprocess.run(["scancel", job], env=cluster, check=True, timeout=60)
+        first_rc = proc.wait(timeout=RUN_LIMIT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    # SIGTERM from scancel makes pretraining write one more checkpoint before it exits
+    checkpoint_step = int(latest.read_text().split("~")[-1])
+    second_rc = slurm_run(work, cluster, home, second_log)
+    return {
+        "work": work, "first_rc": first_rc, "second_rc": second_rc, "cancelled": job,
+        "checkpoint_step": checkpoint_step, "first_log": first_log, "second_log": second_log,
+        "sacct": sacct_jobs(cluster),
+    }
+
+
+def test_jobs_went_through_sbatch(slurm_runs):
+    assert slurm_runs["second_rc"] == 0, slurm_runs["second_log"].read_text()[-4000:]
+    jobs = submitted(slurm_runs["first_log"]) + submitted(slurm_runs["second_log"])
+    rules = {rule for _, rule in jobs}
+    assert {"download_corpus_file", "parse_corpus_file", "build_corpus", "train_vocab", "pretrain"} <= rules
+    # settings YAMLs are local rules: never submitted
+    assert not rules & {"corpus_settings", "vocab_settings", "model_settings"}
+    for job, rule in jobs:
+        assert job in slurm_runs["sacct"], f"{rule} job {job} is not known to sacct"
+    finished = [slurm_runs["sacct"][job] for job, rule in jobs if job != slurm_runs["cancelled"]]
+    assert set(finished) == {"COMPLETED"}
+    assert slurm_runs["sacct"][slurm_runs["cancelled"]].startswith("CANCELLED")
+
+
+def test_partitions_come_from_the_site_profile(slurm_runs):
+    log = slurm_runs["first_log"].read_text()
+    assert "slurm_partition=gpu" in log.split("rule pretrain:")[1].split("has been submitted")[0]
+    assert "slurm_partition=debug" in log.split("rule train_vocab:")[1].split("has been submitted")[0]
+
+
+def test_cancelled_pretraining_resumes_from_its_checkpoint(slurm_runs):
+    assert slurm_runs["first_rc"] != 0
+    log = (slurm_runs["work"] / f"results/logs/pretrain/{MODEL}.log").read_text()
+    step = slurm_runs["checkpoint_step"]
+    assert 5 <= step < 20, f"cancelled at step {step}: nothing left to resume"
+    assert re.search(rf"resuming from \S*step~0*{step} \(step {step} of 20\)", log), log[-3000:]
+
+
+def test_outputs_equal_a_local_run(slurm_runs, local_run):
+    # Same seed, same torch thread count, same CPU: an interrupted and resumed
+    # pretraining through Slurm gives the uninterrupted local run's weights bit for bit.
+    assert checksums(slurm_runs["work"]) == checksums(local_run)
+
+
+def misconfigured_run(cluster, tmp: Path, **site: str | None) -> tuple[subprocess.CompletedProcess, set]:
+    home = install_profile(tmp / "xdg", **site)
+    work = demo_copy(tmp)
+    before = set(sacct_jobs(cluster))
+    proc = subprocess.run(snakemake_command(TARGET, "--profile", "slurm"), cwd=work,
+                          env={**cluster, "XDG_CONFIG_HOME": str(home)}, capture_output=True, text=True,
+                          timeout=RUN_LIMIT + 60)
+    return proc, set(sacct_jobs(cluster)) - before
+
+
+def test_placeholder_gpu_partition_stops_before_submission(cluster, tmp_path):
+    proc, new_jobs = misconfigured_run(cluster, tmp_path, SITE_GPU_PARTITION=None)
+    assert proc.returncode != 0
+    assert not new_jobs
+    output = proc.stdout + proc.stderr
+    assert "set SITE_GPU_PARTITION in ~/.config/snakemake/slurm/config.yaml" in output
+    assert "rule pretrain" in output
+    assert "submitted with SLURM jobid" not in output
+
+
+def test_unknown_partition_stops_before_submission(cluster, tmp_path):
+    proc, new_jobs = misconfigured_run(cluster, tmp_path, SITE_CPU_PARTITION="no-such-partition")
+    assert proc.returncode != 0
+    assert not new_jobs
+    output = proc.stdout + proc.stderr
+    assert "slurm_partition 'no-such-partition'" in output
+    assert f"sinfo lists: {CPU_PARTITION}, {GPU_PARTITION}" in output
+    assert "submitted with SLURM jobid" not in output
