@@ -172,3 +172,16 @@ def test_resolved_settings_do_not_alias_config():
     before = copy.deepcopy(cfg)
     load_config(cfg, SCHEMA)
     assert cfg == before
+
+
+def test_continuing_a_model_with_another_objective_is_refused():
+    def electra_from_roberta(c):
+        c["models"]["electra-from-roberta"] = {
+            "kind": "pretrain",
+            "init": "ours-base-pm-voc",
+            "corpora": ["pubmed"],
+            "pretrain": {"architecture": "electra", "objective": "electra"},
+        }
+
+    msg = _bad(electra_from_roberta)
+    assert msg.startswith("models.electra-from-roberta.pretrain.objective: 'ours-base-pm-voc' was trained with objective mlm")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import math
 from pathlib import Path
@@ -23,17 +22,9 @@ from workflow_scripts.distill.student import from_teacher_layers, layer_map, tea
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.pretrain import train as pretrain_cli
 
+import pretrain_fixtures as fx
+
 torch.set_num_threads(1)
-
-
-def _fixtures():
-    spec = importlib.util.spec_from_file_location("pretrain_fixtures", Path(__file__).with_name("test_pretrain_fixtures.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-fx = _fixtures()
 
 
 # --- loss terms on tiny tensors -------------------------------------------------------
@@ -89,6 +80,8 @@ def test_settings_errors_name_the_key():
         parse(DistillSettings, {"loss": {"mlm": 0, "kl": 0, "cosine": 0}}, "model.distill")
     with pytest.raises(PipelineError, match=r"model\.distill\.loss: unknown key 'unknown'"):
         parse(DistillSettings, {"loss": {"unknown": 1}}, "model.distill")
+    with pytest.raises(PipelineError, match=r"model\.distill\.objective: students are distilled with the MLM objective"):
+        parse(DistillSettings, {"objective": "electra", "architecture": "electra"}, "model.distill")
 
 
 def test_layer_map_default_and_range_checks():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
@@ -27,17 +26,9 @@ from workflow_scripts.pretrain import train as pretrain_cli
 from workflow_scripts.pretrain.masking import apply_mask, draw, step_generator
 from workflow_scripts.pretrain.settings import PretrainSettings
 
+import pretrain_fixtures as fx
+
 torch.set_num_threads(1)
-
-
-def _fixtures():
-    spec = importlib.util.spec_from_file_location("pretrain_fixtures", Path(__file__).with_name("test_pretrain_fixtures.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-fx = _fixtures()
 
 
 @pytest.fixture(scope="module")
@@ -53,15 +44,7 @@ def base(tmp_path_factory):
     }
 
 
-def _pretrain(base, tmp_path, name="m", tokenizer="wordpiece", init=None, stop_after=None, **overrides) -> Path:
-    settings = fx.write_settings(tmp_path / f"{name}.yaml", name, **overrides)
-    out = tmp_path / name
-    source = ["--init", str(init)] if init else ["--tokenizer", str(base[tokenizer])]
-    argv = ["--settings", str(settings), "--corpus", str(base["corpus"]), *source, "--out", str(out)]
-    if stop_after:
-        argv += ["--stop-after", str(stop_after)]
-    pretrain_cli.main(argv)
-    return out
+_pretrain = fx.pretrain
 
 
 @pytest.fixture(scope="module")

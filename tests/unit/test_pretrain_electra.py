@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from pathlib import Path
@@ -15,21 +14,14 @@ from transformers import AutoModel, AutoModelForMaskedLM, AutoModelForPreTrainin
 
 from workflow_scripts.config.typed import parse
 from workflow_scripts.errors import PipelineError
-from workflow_scripts.pretrain import train as pretrain_cli
 from workflow_scripts.pretrain.electra import generator_shape, sample_tokens
 from workflow_scripts.pretrain.settings import PretrainSettings
+
+import pretrain_fixtures as fx
 
 torch.set_num_threads(1)
 
 
-def _fixtures():
-    spec = importlib.util.spec_from_file_location("pretrain_fixtures", Path(__file__).with_name("test_pretrain_fixtures.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-fx = _fixtures()
 ELECTRA = {"architecture": "electra", "objective": "electra", "electra": {"generator_size": 0.5}}
 
 
@@ -41,14 +33,7 @@ def base(tmp_path_factory):
 
 
 def _pretrain(base, tmp_path, name="e", init=None, stop_after=None, **overrides) -> Path:
-    settings = fx.write_settings(tmp_path / f"{name}.yaml", name, **{**ELECTRA, **overrides})
-    out = tmp_path / name
-    source = ["--init", str(init)] if init else ["--tokenizer", str(base["wordpiece"])]
-    argv = ["--settings", str(settings), "--corpus", str(base["corpus"]), *source, "--out", str(out)]
-    if stop_after:
-        argv += ["--stop-after", str(stop_after)]
-    pretrain_cli.main(argv)
-    return out
+    return fx.pretrain(base, tmp_path, name, init=init, stop_after=stop_after, **{**ELECTRA, **overrides})
 
 
 @pytest.fixture(scope="module")

@@ -85,6 +85,9 @@ def test_loss_log_reading(tmp_path):
     log = tmp_path / "train_log.jsonl"
     log.write_text('{"step": 1, "loss": 5.0}\n{"step": 2, "eval_loss": 4.0}\n\n{"step": 3, "loss": 4.5}\n')
     assert plots.read_log(log) == [(1.0, 5.0), (3.0, 4.5)]
+    # ELECTRA: the generator's MLM loss, not the total with the weighted discriminator loss
+    log.write_text('{"step": 1, "loss": 40.0, "loss_generator": 6.0, "loss_discriminator": 0.7}\n')
+    assert plots.read_log(log) == [(1.0, 6.0)]
     log.write_text('{"step": 1, "loss": 5.0}\n{"step": 2, "loss": \n')
     with pytest.raises(PipelineError, match=r"train_log.jsonl:2: not valid JSON"):
         plots.read_log(log)

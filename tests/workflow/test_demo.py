@@ -72,6 +72,15 @@ def test_checkpoints_reload_and_everything_has_provenance(demo_run):
         assert prov["restricted"] == bool(cfg["corpora"][corpus].get("restricted", False))
 
 
+def test_distilled_student_beats_its_train_longer_control(demo_run):
+    # Lewis et al. section 7: the same student, the same steps, with and without the teacher
+    rows = {r["model"]: r for r in pd.read_csv(demo_run / "results/tables/heldout_mlm.csv").to_dict("records")}
+    student, control, teacher = rows["demo-student"], rows["demo-student-control"], rows["demo-roberta"]
+    assert student["control"] == "demo-student-control"
+    assert teacher["heldout_loss"] < student["heldout_loss"] < control["heldout_loss"]
+    assert student["gain_over_control"] > 0.01
+
+
 def test_second_run_does_nothing(demo_run):
     result = run_demo(demo_run)
     assert result.returncode == 0, result.stderr[-3000:]

@@ -255,6 +255,12 @@ def _check_model(name: str, m: ModelEntry, study: Study) -> None:
             raise PipelineError(f"{where}.teacher: {m.teacher!r} is not a model of this config")
     if m.init is not None and m.init == name:
         raise PipelineError(f"{where}.init: a model cannot start from itself")
+    start = study.models.get(m.init) if m.kind == "pretrain" else None
+    if start is not None and start.kind == "pretrain" and start.pretrain.objective != m.pretrain.objective:
+        raise PipelineError(
+            f"{where}.pretrain.objective: {m.init!r} was trained with objective {start.pretrain.objective}; "
+            f"continue it with the same objective or start {name} from a vocabulary"
+        )
 
 
 def _check_cycles(study: Study) -> None:

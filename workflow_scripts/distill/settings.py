@@ -62,6 +62,10 @@ class DistillSettings(PretrainSettings):
 
     def validate(self, where: str) -> None:
         super().validate(where)
+        if self.objective != "mlm":
+            raise PipelineError(
+                f"{where}.objective: students are distilled with the MLM objective; remove objective {self.objective}"
+            )
         for f in fields(self.loss):
             if getattr(self.loss, f.name) < 0:
                 raise PipelineError(f"{where}.loss.{f.name}: weights must be non-negative")

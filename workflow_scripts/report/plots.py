@@ -89,7 +89,10 @@ def plot_scores(settings: ReportSettings, results: list[RunResult], path: Path) 
 
 
 def read_log(path: Path) -> list[tuple[float, float]]:
-    """(step, loss) of every line of a train_log.jsonl that has both."""
+    """(step, MLM loss) of every line of a train_log.jsonl that has both.
+
+    ELECTRA's total adds the weighted replaced-token loss, so its generator's MLM loss is
+    the one drawn beside the MLM models'."""
     points = []
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, start=1):
@@ -99,8 +102,11 @@ def read_log(path: Path) -> list[tuple[float, float]]:
                 entry = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise PipelineError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from exc
-            if isinstance(entry, dict) and isinstance(entry.get("step"), (int, float)) and isinstance(entry.get("loss"), (int, float)):
-                points.append((float(entry["step"]), float(entry["loss"])))
+            if not isinstance(entry, dict):
+                continue
+            loss = entry.get("loss_generator", entry.get("loss"))
+            if isinstance(entry.get("step"), (int, float)) and isinstance(loss, (int, float)):
+                points.append((float(entry["step"]), float(loss)))
     return points
 
 
@@ -127,7 +133,7 @@ def plot_pretrain_loss(settings: ReportSettings, root: Path, path: Path) -> tupl
         display = settings.models[model].display if model in settings.models else model
         ax.plot(steps, losses, label=display)
     ax.set_xlabel("step")
-    ax.set_ylabel("training loss")
+    ax.set_ylabel("training MLM loss (ELECTRA: generator)")
     ax.set_title(title)
     ax.legend()
     fig.tight_layout()

@@ -1,7 +1,7 @@
 """Small corpora, tokenizers and settings for the pretraining and distillation tests.
 
-Loaded by path from the other test modules (``load_fixtures()``), since tests run with
-``--import-mode=importlib`` and the name ``tests`` belongs to another package.
+Imported as ``pretrain_fixtures`` (tests/unit is on pytest's pythonpath): the tests run
+with ``--import-mode=importlib`` and the name ``tests`` belongs to another package.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ import pyarrow.parquet as pq
 import yaml
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 from transformers import PreTrainedTokenizerFast
+
+from workflow_scripts.pretrain import train as pretrain_cli
 
 DRUGS = ["metformin", "insulin", "aspirin", "warfarin", "cisplatin", "tamoxifen", "heparin", "lisinopril"]
 DISEASES = ["hypertension", "asthma", "diabetes", "sepsis", "pneumonia", "melanoma", "cirrhosis", "epilepsy"]
@@ -105,3 +107,16 @@ def write_settings(path: Path, name: str = "m", key: str = "pretrain", **overrid
     body = {**TINY, **overrides}
     path.write_text(yaml.safe_dump({"model": {"name": name, key: body}}))
     return path
+
+
+def pretrain(base: dict, tmp_path: Path, name: str = "m", tokenizer: str = "wordpiece", init: Path | None = None,
+             stop_after: int | None = None, **overrides) -> Path:
+    """Run the pretraining CLI on ``base["corpus"]`` from a tokenizer of ``base`` or from ``init``."""
+    settings = write_settings(tmp_path / f"{name}.yaml", name, **overrides)
+    out = tmp_path / name
+    source = ["--init", str(init)] if init else ["--tokenizer", str(base[tokenizer])]
+    argv = ["--settings", str(settings), "--corpus", str(base["corpus"]), *source, "--out", str(out)]
+    if stop_after:
+        argv += ["--stop-after", str(stop_after)]
+    pretrain_cli.main(argv)
+    return out
