@@ -12,9 +12,7 @@ and no input functions beyond index arithmetic.
 
 "After completion" is reproduced for both workflows the same way: every output file of the
 dry run is created, in dependency order with increasing mtimes, and no run metadata is
-written (so both decide by file existence and mtimes). `bare_profiled` is the bare
-Snakefile run with our workflow profile's default-resources, which Snakemake evaluates as
-an expression per job. Each snakemake is its own process;
+written (so both decide by file existence and mtimes). Each snakemake is its own process;
 wall seconds, CPU seconds (user+sys, from wait4, so other load on the machine matters less)
 and peak RSS are recorded. The ratio is ours / bare on CPU seconds.
 """
@@ -269,22 +267,11 @@ def bench_scale(k: int, tmp: Path, timeout: int) -> dict:
     row["bare_jobs"] = len(bare_jobs)
     row["bare_dry_run"] = bdry
 
-    # The same default resources as ours: Snakemake evaluates each per job.
-    profile = yaml.safe_load((ROOT / "profiles/default/config.yaml").read_text())
-    (bare / "profile").mkdir()
-    (bare / "profile/config.yaml").write_text(
-        yaml.safe_dump({"default-resources": profile.get("default-resources", {})})
-    )
-    profiled_args = [*bare_args, "--workflow-profile", "profile"]
-    pdry = measure([*profiled_args, "-n"], bare, timeout)
-    pdry.pop("output", None)
-    row["bare_profiled_dry_run"] = pdry
 
     complete(ours, jobs)
     complete(bare, bare_jobs)
     for label, args in (("noop_dry_run", ["-n"]), ("noop_run", ["--cores", "1"])):
-        for name, wd, base in (("ours", ours, ours_args), ("bare", bare, bare_args),
-                               ("bare_profiled", bare, profiled_args)):
+        for name, wd, base in (("ours", ours, ours_args), ("bare", bare, bare_args)):
             result = measure([*base, *args], wd, timeout)
             if "output" in result:
                 out = result.pop("output")
@@ -293,10 +280,9 @@ def bench_scale(k: int, tmp: Path, timeout: int) -> dict:
                     result["tail"] = out[-1500:]
             row[f"{name}_{label}"] = result
     for label in ("dry_run", "noop_dry_run", "noop_run"):
-        for bare_name in ("bare", "bare_profiled"):
-            o, b = row.get(f"ours_{label}", {}), row.get(f"{bare_name}_{label}", {})
-            if "cpu_s" in o and "cpu_s" in b:
-                row[f"ratio_{label}_vs_{bare_name}"] = round(o["cpu_s"] / b["cpu_s"], 2)
+        o, b = row.get(f"ours_{label}", {}), row.get(f"bare_{label}", {})
+        if "cpu_s" in o and "cpu_s" in b:
+            row[f"ratio_{label}"] = round(o["cpu_s"] / b["cpu_s"], 2)
     return row
 
 
@@ -310,8 +296,7 @@ def main() -> None:
         "benchmark": "dag_scale",
         "snakemake": subprocess.run([SNAKEMAKE, "--version"], capture_output=True, text=True).stdout.strip(),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-        "note": "ratio_* = ours / bare CPU seconds; bare_profiled = bare with our workflow profile's "
-                "default-resources; no-op = every output present, no run metadata",
+        "note": "ratio_* = ours / bare CPU seconds; no-op = every output present, no run metadata",
         "rows": [],
     }
     with tempfile.TemporaryDirectory(prefix="bench-dag-") as tmp:

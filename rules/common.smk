@@ -4,6 +4,7 @@ import sys
 
 from workflow_scripts.config import plan
 from workflow_scripts.config.launch import launch_command
+from workflow_scripts.config.resources import MODEL_RULES, snakemake_resources
 from workflow_scripts.config.validate import load_config
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.atomic import write_yaml
@@ -81,6 +82,36 @@ model_dir = functools.cache(lambda model: plan.model_dir(STUDY, model))
 def write_settings(path, settings):
     """Resolved settings of one step, written by a local rule so params are tracked."""
     write_yaml(path, settings)
+
+
+def _job_size(rule_name, wildcards):
+    model = wildcards.model if rule_name in MODEL_RULES else None
+    return STUDY.job_resources(rule_name, model)
+
+
+def job_threads(rule_name):
+    """The rule's `threads:` from the config's `resources:` (per model for training rules)."""
+    return lambda wildcards: _job_size(rule_name, wildcards).threads
+
+
+def job_resources(rule_name):
+    """The rule's `resources:` from the config's `resources:`; runtime grows with each retry."""
+    models = [m for m, e in STUDY.models.items() if e.kind == rule_name]
+    multi_node = any(STUDY.job_resources(rule_name, m).nodes > 1 for m in models)
+
+    def value(key):
+        return lambda wildcards: snakemake_resources(
+            _job_size(rule_name, wildcards), multi_node
+        )[key]
+
+    resources = {
+        key: value(key)
+        for key in snakemake_resources(STUDY.job_resources(rule_name), multi_node)
+    }
+    resources["runtime"] = lambda wildcards, attempt: (
+        _job_size(rule_name, wildcards).runtime * attempt
+    )
+    return resources
 
 
 def launcher(resources, threads, rule_name):

@@ -25,6 +25,9 @@ rule parse_corpus_file:
         "results/logs/parse/{corpus}/{file}.log",
     conda:
         CONDA_ENV
+    threads: job_threads("parse_corpus_file")
+    resources:
+        **job_resources("parse_corpus_file"),
     params:
         filelist=lambda wildcards, input: (
             f"--filelist {input.filelist}" if "filelist" in input.keys() else ""
@@ -50,6 +53,9 @@ rule build_corpus:
         corpus=_names(PARSED_CORPORA),
     conda:
         CONDA_ENV
+    threads: job_threads("build_corpus")
+    resources:
+        **job_resources("build_corpus"),
     params:
         decontaminate=lambda wildcards, input: " ".join(
             f"--decontaminate {os.path.dirname(p)}" for p in input.tasks

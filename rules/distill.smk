@@ -12,9 +12,9 @@ rule distill:
         "results/benchmarks/distill/{model}.tsv"
     conda:
         CONDA_ENV_GPU
+    threads: job_threads("distill")
     resources:
-        gpu=0,
-        nodes=1,
+        **job_resources("distill"),
     params:
         launch=lambda wildcards, threads, resources: launcher(
             resources, threads, "distill"

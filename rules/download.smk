@@ -7,6 +7,7 @@ rule download_corpus_file:
     conda:
         CONDA_ENV
     resources:
+        **job_resources("download_corpus_file"),
         downloads=1,
     params:
         args=lambda wildcards: fetch_table(wildcards.corpus)[wildcards.file],
@@ -36,6 +37,7 @@ rule download_pmc_batch:
     conda:
         CONDA_ENV
     resources:
+        **job_resources("download_pmc_batch"),
         downloads=1,
     params:
         args=lambda wildcards: plan.cloud_batch_args(

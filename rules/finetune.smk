@@ -27,6 +27,9 @@ rule finetune:
         "results/logs/finetune/{model}/{task}/fold~{fold}/seed~{seed}.log",
     conda:
         CONDA_ENV_GPU
+    threads: job_threads("finetune")
+    resources:
+        **job_resources("finetune"),
     params:
         steps_from=lambda wildcards, input: " ".join(
             f"--steps-from {p}" for p in input.selection

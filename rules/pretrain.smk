@@ -29,9 +29,9 @@ rule pretrain:
         "results/benchmarks/pretrain/{model}.tsv"
     conda:
         CONDA_ENV_GPU
+    threads: job_threads("pretrain")
     resources:
-        gpu=0,
-        nodes=1,
+        **job_resources("pretrain"),
     params:
         launch=lambda wildcards, threads, resources: launcher(
             resources, threads, "pretrain"

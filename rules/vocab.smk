@@ -28,6 +28,9 @@ rule train_vocab:
         "results/benchmarks/train_vocab/{vocab}.tsv"
     conda:
         CONDA_ENV
+    threads: job_threads("train_vocab")
+    resources:
+        **job_resources("train_vocab"),
     params:
         corpora=lambda wildcards: plan.corpus_args(
             STUDY.vocabularies[wildcards.vocab].corpora

@@ -1,8 +1,9 @@
 """The installed `slurm` profile together with the workflow's own profiles/default.
 
 Snakemake merges a workflow profile over the `--profile` ones key by key: a top-level key
-set in profiles/default replaces the site profile's whole entry. A dry run (no cluster
-needed) shows which partition each job would be submitted to.
+set in profiles/default replaces the site profile's whole entry, so job sizes live in the
+config and profiles/default leaves default-resources and set-resources to the site. A dry
+run (no cluster needed) shows which partition each job would be submitted to.
 """
 
 from __future__ import annotations
@@ -10,7 +11,6 @@ from __future__ import annotations
 import os
 import subprocess
 
-import pytest
 import yaml
 from workflow_harness import BIN, ROOT, copy_demo
 
@@ -22,11 +22,6 @@ def resources_of(output: str, rule: str) -> str:
     return next(line for line in block.splitlines() if line.strip().startswith("resources:"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="profiles/default sets default-resources and set-resources, which replace the site "
-    "profile's entries of the same name: per-rule resources must move into the rules",
-)
 def test_site_partitions_survive_the_workflow_profile(tmp_path):
     work = copy_demo(tmp_path)
     profile = (ROOT / "profiles/slurm/config.yaml").read_text()
@@ -45,3 +40,6 @@ def test_site_partitions_survive_the_workflow_profile(tmp_path):
     assert "workflow specific profile" in proc.stdout + proc.stderr
     assert "slurm_partition=gpu" in resources_of(proc.stdout, "pretrain")
     assert "slurm_partition=cpu" in resources_of(proc.stdout, "train_vocab")
+    # the job's size comes from the demo config's `resources:`, the account from the site
+    assert "mem_mb=2000" in resources_of(proc.stdout, "pretrain") and "runtime=30" in resources_of(proc.stdout, "pretrain")
+    assert "slurm_account=acct" in resources_of(proc.stdout, "pretrain")

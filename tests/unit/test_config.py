@@ -130,6 +130,31 @@ def test_task_with_bad_seeds_is_named():
     assert "tasks.biosses.seeds" in _bad(lambda c: c["tasks"]["biosses"].update(seeds=[1, 1]))
 
 
+def test_job_resources_come_from_the_rule_or_the_model():
+    cfg = full_config()
+    cfg["models"]["ours-large-pm-voc"] = {**cfg["models"]["ours-base-pm-voc"], "resources": {"gpu": 32, "nodes": 4, "threads": 32}}
+    study = load_config(cfg, SCHEMA)
+    assert (study.job_resources("pretrain").gpu, study.job_resources("pretrain").nodes) == (16, 2)
+    large = study.job_resources("pretrain", "ours-large-pm-voc")
+    assert (large.gpu, large.nodes, large.threads) == (32, 4, 32)
+    assert study.job_resources("pretrain", "ours-base-pm-voc").gpu == 16
+    # a rule the config does not size: one thread, no GPU
+    assert (study.job_resources("finetune").gpu, study.job_resources("build_corpus").threads) == (1, 8)
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda c: c["resources"].update(pretrian={"gpu": 8}), "resources.pretrian: not a rule with sized jobs"),
+        (lambda c: c["resources"]["pretrain"].update(gpu=12, nodes=5), "resources.pretrain.gpu: 12 GPUs cannot be split evenly over 5 nodes"),
+        (lambda c: c["resources"]["finetune"].update(threads=0), "resources.finetune.threads: must be at least 1"),
+        (lambda c: c["models"]["pubmedbert"].update(resources={"gpu": 1}), "models.pubmedbert.resources: only models trained here"),
+    ],
+)
+def test_bad_job_resources_are_named(change, message):
+    assert message in _bad(change)
+
+
 def test_init_cycle_is_refused():
     def cycle(c):
         c["models"]["roberta-base"] = {

@@ -9,9 +9,10 @@ from snakemake_executor_plugin_slurm.submit_string import get_submit_command
 from snakemake_executor_plugin_slurm.utils import set_gres_string
 
 from workflow_scripts.config.launch import launch_command
+from workflow_scripts.config.resources import JobResources, snakemake_resources
 from workflow_scripts.errors import PipelineError
 
-PROFILE = Path(__file__).resolve().parents[2] / "profiles/default/config.yaml"
+STUDY_CONFIG = Path(__file__).resolve().parents[2] / "config.yaml"
 
 
 def test_one_gpu_or_none_is_plain_python():
@@ -48,18 +49,26 @@ class _Job:
         self.resources, self.threads, self.name = _Resources(resources), threads, "pretrain"
 
 
-def test_slurm_plugin_requests_both_nodes_one_task_each_and_all_gpus():
-    profile = yaml.safe_load(PROFILE.read_text())
-    resources = {**profile["set-resources"]["pretrain"], "gpu_model": "a100"}
-    job = _Job(resources, profile["set-threads"]["pretrain"])
+def _submit_flags(res: JobResources) -> list[str]:
+    # the full study has a two-node pretraining, so every pretraining job carries the multi-node keys
+    job = _Job({**snakemake_resources(res, multi_node_keys=True), "gpu_model": "a100"}, res.threads)
     params = {"run_uuid": "u", "slurm_logfile": "log", "comment_str": "rule_pretrain",
               "account": "-A acct", "partition": "-p gpu", "workdir": "/w"}
-    call = get_submit_command(job, params) + set_gres_string(job)
-    flags = call.split()
+    return (get_submit_command(job, params) + set_gres_string(job)).split()
+
+
+def test_slurm_plugin_requests_both_nodes_one_task_each_and_all_gpus():
+    res = JobResources(**yaml.safe_load(STUDY_CONFIG.read_text())["resources"]["pretrain"])
+    flags = _submit_flags(res)
     assert "--nodes=2" in flags and "--ntasks=2" in flags and "--cpus-per-task=16" in flags
     assert "--gpus=a100:16" in flags
     assert not any(f.startswith("--ntasks-per-gpu") for f in flags)
     # the command then launched inside that allocation
-    assert launch_command(resources["gpu"], resources["nodes"], job.threads).startswith(
-        "srun --nodes=2 --ntasks=2 --ntasks-per-node=1"
-    )
+    assert launch_command(res.gpu, res.nodes, res.threads).startswith("srun --nodes=2 --ntasks=2 --ntasks-per-node=1")
+
+
+def test_a_one_node_job_beside_a_two_node_one_is_an_ordinary_gpu_job():
+    flags = _submit_flags(JobResources(threads=8, gpu=4, nodes=1))
+    assert "--gpus=a100:4" in flags and "--nodes=1" in flags
+    assert not any(f.startswith(("--ntasks", "--ntasks-per-gpu")) for f in flags)
+    assert launch_command(4, 1, 8) == "torchrun --standalone --nproc-per-node 4"

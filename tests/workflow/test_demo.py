@@ -129,6 +129,8 @@ def test_adding_a_model_and_a_task_to_the_finished_study_runs_only_their_jobs(de
         "distill": 1,
         "finetune_settings": new_pairs,
         "finetune": new_pairs * seeds,
+        # a new NER task's entity words enter every vocabulary's fragmentation figures
+        "vocab_diagnostics": len(cfg["vocabularies"]),
     }
     assert {rule: jobs.pop(rule, 0) for rule in new_jobs} == new_jobs
     assert set(jobs) <= AGGREGATES, jobs

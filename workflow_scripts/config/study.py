@@ -19,6 +19,7 @@ from ..pretrain.settings import PretrainSettings
 from ..tasks import registry
 from ..tasks.spec import TaskSpec
 from ..vocab.settings import VocabSettings
+from .resources import MODEL_RULES, JobResources, check_rules
 from .typed import parse, to_dict
 
 
@@ -157,6 +158,10 @@ class ModelEntry:
         "external: trained on credentialed data (marks its results restricted).", default=False
     )
     evaluate: bool = _help("Fine-tune this model on the tasks.", default=True)
+    resources: Optional[JobResources] = _help(
+        "pretrain and distill: this model's job size, replacing resources.pretrain or resources.distill.",
+        default=None,
+    )
 
 
 @dataclass
@@ -204,9 +209,19 @@ class Study:
     )
     aggregation: Aggregation = _help("How runs become table cells.", default_factory=Aggregation)
     reference: Reference = _help("Published results shown beside ours.", default_factory=Reference)
+    resources: dict[str, JobResources] = _help(
+        "What one job of each rule needs (threads, mem_mb, runtime, gpu, nodes), by rule name; "
+        "a rule not listed gets one thread, 4 GB, 60 minutes and no GPU.",
+        default_factory=dict,
+    )
 
     # Filled by load_study: tasks resolved against the registry.
     resolved_tasks: dict[str, "ResolvedTask"] = field(default_factory=dict, init=False, repr=False)
+
+    def job_resources(self, rule: str, model: Optional[str] = None) -> JobResources:
+        """A job's size: the model's own resources, else the rule's, else the defaults."""
+        own = self.models[model].resources if model is not None else None
+        return own or self.resources.get(rule) or JobResources()
 
 
 @dataclass
@@ -233,6 +248,8 @@ def _check_names(where: str, names: list[str], known: dict, what: str) -> None:
 
 def _check_model(name: str, m: ModelEntry, study: Study) -> None:
     where = f"models.{name}"
+    if m.resources is not None and m.kind not in MODEL_RULES:
+        raise PipelineError(f"{where}.resources: only models trained here (pretrain, distill) run jobs of their own")
     if m.kind == "external":
         if not m.checkpoint:
             raise PipelineError(f"{where}.checkpoint: an external model needs a local directory or hub id")
@@ -308,6 +325,7 @@ def load_study(config: dict[str, Any]) -> Study:
     for name, m in study.models.items():
         _check_model(name, m, study)
     _check_cycles(study)
+    check_rules("resources", study.resources)
     for name, v in study.vocabularies.items():
         _check_names(f"vocabularies.{name}.corpora", v.corpora, study.corpora, "corpus")
         if not v.corpora:

@@ -1,0 +1,81 @@
+"""What one job of a rule needs (threads, memory, time, GPUs, nodes), as study data.
+
+These belong to the study, not to the site: a paper-scale pretraining needs 16 GPUs on two
+nodes, the demo's tiny one a CPU. The site profile (profiles/slurm) only maps jobs onto
+partitions, accounts and GPU models, and its default-resources/set-resources still win
+where it sets the same key. Keeping them out of the workflow profile matters: Snakemake
+replaces a profile's whole `set-resources` with the workflow profile's, so per-rule values
+there would wipe out the site's partitions.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import PipelineError
+
+# Rules whose jobs take their size from `resources:` (models may override the GPU ones).
+SIZED_RULES = (
+    "download_corpus_file",
+    "download_pmc_batch",
+    "parse_corpus_file",
+    "build_corpus",
+    "train_vocab",
+    "pretrain",
+    "distill",
+    "finetune",
+)
+MODEL_RULES = ("pretrain", "distill")
+
+
+def _help(text: str, **kw: Any) -> Any:
+    return field(metadata={"help": text}, **kw)
+
+
+@dataclass
+class JobResources:
+    threads: int = _help("CPU threads of one job (capped by --cores on one machine).", default=1)
+    mem_mb: int = _help("Memory of one job in MB.", default=4000)
+    runtime: int = _help("Time limit in minutes of the first attempt; retry n gets n times as long.", default=60)
+    gpu: int = _help(
+        "GPUs of the whole job (sbatch --gpus): 0 runs python on the CPU, 1 python on one GPU, "
+        "more than 1 torchrun with one process per GPU.",
+        default=0,
+    )
+    nodes: int = _help(
+        "Nodes of the job; more than 1 runs one torchrun per node through srun (the GPUs split evenly).",
+        default=1,
+    )
+
+    def validate(self, where: str) -> None:
+        for name in ("threads", "mem_mb", "runtime", "nodes"):
+            if getattr(self, name) < 1:
+                raise PipelineError(f"{where}.{name}: must be at least 1, got {getattr(self, name)}")
+        if self.gpu < 0:
+            raise PipelineError(f"{where}.gpu: must be 0 or more, got {self.gpu}")
+        if self.nodes > 1 and (self.gpu < self.nodes or self.gpu % self.nodes):
+            raise PipelineError(
+                f"{where}.gpu: {self.gpu} GPUs cannot be split evenly over {self.nodes} nodes; "
+                f"set gpu to a multiple of nodes, e.g. {self.nodes * max(self.gpu // self.nodes, 1)}"
+            )
+
+
+def check_rules(where: str, resources: dict[str, JobResources]) -> None:
+    for rule in resources:
+        if rule not in SIZED_RULES:
+            raise PipelineError(f"{where}.{rule}: not a rule with sized jobs (known: {', '.join(SIZED_RULES)})")
+
+
+def snakemake_resources(res: JobResources, multi_node_keys: bool) -> dict[str, Any]:
+    """The rule's `resources:` for snakemake-executor-plugin-slurm.
+
+    `multi_node_keys`: whether some job of the rule spans nodes. Such a job needs `mpi` (the
+    job step then runs the rule's own srun instead of wrapping it in `srun -n1`, which cannot
+    span nodes), `tasks` = nodes and `tasks_per_gpu: 0` (no --ntasks-per-gpu); the same keys
+    with `mpi` empty leave a one-node job of that rule as it would be without them.
+    """
+    out: dict[str, Any] = {"mem_mb": res.mem_mb, "gpu": res.gpu, "nodes": res.nodes}
+    if multi_node_keys:
+        out.update(mpi="srun" if res.nodes > 1 else "", tasks=res.nodes, tasks_per_gpu=0)
+    return out
