@@ -10,10 +10,11 @@ there would wipe out the site's partitions.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..errors import PipelineError
+from .typed import help_field as _help
 
 # Rules whose jobs take their size from `resources:` (models may override the GPU ones).
 SIZED_RULES = (
@@ -27,10 +28,6 @@ SIZED_RULES = (
     "finetune",
 )
 MODEL_RULES = ("pretrain", "distill")
-
-
-def _help(text: str, **kw: Any) -> Any:
-    return field(metadata={"help": text}, **kw)
 
 
 @dataclass

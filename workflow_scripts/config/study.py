@@ -20,11 +20,7 @@ from ..tasks import registry
 from ..tasks.spec import TaskSpec
 from ..vocab.settings import VocabSettings
 from .resources import MODEL_RULES, JobResources, check_rules
-from .typed import parse, to_dict
-
-
-def _help(text: str, **kw: Any) -> Any:
-    return field(metadata={"help": text}, **kw)
+from .typed import help_field as _help, parse, to_dict
 
 
 @dataclass

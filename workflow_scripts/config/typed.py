@@ -22,6 +22,11 @@ from ..errors import PipelineError
 T = TypeVar("T")
 
 
+def help_field(text: str, **kw: Any) -> Any:
+    """A dataclass field documented with `text` (shown in the generated schema)."""
+    return dataclasses.field(metadata={"help": text}, **kw)
+
+
 def _type_name(tp: Any) -> str:
     origin = get_origin(tp)
     if origin is Literal:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Literal, Optional
 
 from ..errors import PipelineError
+from ..config.typed import help_field as _help
 
 Algorithm = Literal["bpe", "wordpiece", "sentencepiece_unigram", "sentencepiece_bpe"]
 Family = Literal["bert", "roberta"]
@@ -20,10 +21,6 @@ SPECIAL_TOKENS: dict[str, dict[str, str]] = {
 def special_tokens(family: str) -> list[str]:
     """The family's special tokens in id order."""
     return list(SPECIAL_TOKENS[family].values())
-
-
-def _help(text: str, **kwargs):
-    return field(metadata={"help": text}, **kwargs)
 
 
 @dataclass
