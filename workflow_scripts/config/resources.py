@@ -2,10 +2,10 @@
 
 These belong to the study, not to the site: a paper-scale pretraining needs 16 GPUs on two
 nodes, the demo's tiny one a CPU. The site profile (profiles/slurm) only maps jobs onto
-partitions, accounts and GPU models, and its default-resources/set-resources still win
-where it sets the same key. Keeping them out of the workflow profile matters: Snakemake
-replaces a profile's whole `set-resources` with the workflow profile's, so per-rule values
-there would wipe out the site's partitions.
+partitions, accounts and GPU models; its set-resources still win for a rule where they set
+the same key (its default-resources only fill keys a rule leaves unset). Keeping them out of
+the workflow profile matters: Snakemake replaces a profile's whole `set-resources` with the
+workflow profile's, so per-rule values there would wipe out the site's partitions.
 """
 
 from __future__ import annotations
