@@ -33,7 +33,7 @@ CORPUS_TABLES = expand("results/tables/corpora.{ext}", ext=["csv", "md", "tex"])
 ]
 PLOTS = expand(
     "results/tables/{plot}.png",
-    plot=["scores", "pretrain_loss", "vocab_fragmentation"],
+    plot=["scores", "pretrain_loss", "pretrain_speed", "vocab_fragmentation"],
 )
 CAPTIONS = "../workflow_scripts/report/captions"
 

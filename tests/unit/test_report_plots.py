@@ -53,7 +53,7 @@ def settings(root: Path, with_inputs: bool) -> Path:
     return path
 
 
-def test_three_figures_and_their_provenance(tmp_path):
+def test_every_figure_and_its_provenance(tmp_path):
     cfg = settings(tmp_path, with_inputs=True)
     out = tmp_path / "results/tables"
     plots.main(["--settings", str(cfg), "--out", str(out), "--root", str(tmp_path)])
@@ -79,18 +79,43 @@ def test_absent_inputs_give_placeholders_and_warnings(tmp_path, caplog):
     assert "scores.png: No fine-tuning results yet" in text
     assert "pretraining log of pm not found" in text
     assert "vocabulary diagnostics of pm not found" in text
+    assert "pretrain_speed.png: No pretraining log with learning rate, speed or memory lines found." in text
 
 
 def test_loss_log_reading(tmp_path):
     log = tmp_path / "train_log.jsonl"
     log.write_text('{"step": 1, "loss": 5.0}\n{"step": 2, "eval_loss": 4.0}\n\n{"step": 3, "loss": 4.5}\n')
-    assert plots.read_log(log) == [(1.0, 5.0), (3.0, 4.5)]
+    assert plots.read_log(log)["mlm"] == [(1.0, 5.0), (3.0, 4.5)]
     # ELECTRA: the generator's MLM loss, not the total with the weighted discriminator loss
     log.write_text('{"step": 1, "loss": 40.0, "loss_generator": 6.0, "loss_discriminator": 0.7}\n')
-    assert plots.read_log(log) == [(1.0, 6.0)]
+    assert plots.read_log(log)["mlm"] == [(1.0, 6.0)]
     log.write_text('{"step": 1, "loss": 5.0}\n{"step": 2, "loss": \n')
     with pytest.raises(PipelineError, match=r"train_log.jsonl:2: not valid JSON"):
         plots.read_log(log)
+
+
+def test_speed_columns_are_read_and_a_missing_mfu_is_not_a_point(tmp_path):
+    log = tmp_path / "train_log.jsonl"
+    rows = [
+        {"step": 10, "loss": 7.0, "lr": 1e-4, "tokens_per_s": 900.0, "mfu": None, "memory_mb": 310.5, "phase": 0},
+        {"step": 20, "loss": 6.5, "lr": 2e-4, "tokens_per_s": 950.0, "mfu": None, "memory_mb": 312.0, "phase": 1},
+    ]
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    series = plots.read_log(log)
+    assert series["lr"] == [(10.0, 1e-4), (20.0, 2e-4)]
+    assert series["tokens_per_s"] == [(10.0, 900.0), (20.0, 950.0)]
+    assert series["memory_mb"][-1] == (20.0, 312.0)
+    assert "mfu" not in series
+
+
+def test_speed_figure_draws_each_logged_column(tmp_path, caplog):
+    cfg = settings(tmp_path, with_inputs=True)
+    out = tmp_path / "tables"
+    with caplog.at_level(logging.WARNING):
+        plots.main(["--settings", str(cfg), "--out", str(out), "--root", str(tmp_path)])
+    assert "pretrain_speed.png" not in caplog.text  # a real figure, not the placeholder
+    height, width, _ = matplotlib.image.imread(out / "pretrain_speed.png").shape
+    assert width > 600 and height > 400
 
 
 def test_diagnostics_of_the_wrong_shape_name_the_key(tmp_path):

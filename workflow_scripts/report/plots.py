@@ -1,9 +1,9 @@
-"""Figures: per-task scores with the spread over seeds, pretraining loss curves, vocabulary
-fragmentation.
+"""Figures: per-task scores with the spread over seeds, pretraining loss, schedule, speed
+and memory curves, vocabulary fragmentation.
 
 Usage: python -m workflow_scripts.report.plots --settings results/configs/report.yaml --out results/tables
 
-Always writes scores.png, pretrain_loss.png and vocab_fragmentation.png, then
+Always writes scores.png, pretrain_loss.png, pretrain_speed.png and vocab_fragmentation.png, then
 plots.provenance.json. A figure whose inputs are absent (no runs yet, no pretraining logs or
 vocabulary diagnostics configured or found) says so in the figure itself and in the log.
 """
@@ -31,7 +31,7 @@ from .settings import ReportSettings, load, parse_args  # noqa: E402
 from .stats import STATISTICS  # noqa: E402
 
 log = logging.getLogger(__name__)
-FIGURES = ("scores.png", "pretrain_loss.png", "vocab_fragmentation.png")
+FIGURES = ("scores.png", "pretrain_loss.png", "pretrain_speed.png", "vocab_fragmentation.png")
 
 
 def _save(fig, path: Path) -> Path:
@@ -88,12 +88,25 @@ def plot_scores(settings: ReportSettings, results: list[RunResult], path: Path) 
     return _save(fig, path)
 
 
-def read_log(path: Path) -> list[tuple[float, float]]:
-    """(step, MLM loss) of every line of a train_log.jsonl that has both.
+# train_log.jsonl columns of the speed figure; MFU is null where the device's peak is unknown
+SPEED_PANELS = (
+    ("lr", "learning rate", "not logged"),
+    ("tokens_per_s", "tokens/s", "not logged"),
+    ("mfu", "MFU (model FLOPs / device peak)", "no device peak known (CPU):\nset the model's peak_tflops"),
+    ("memory_mb", "peak memory (MB)", "not logged"),
+)
 
-    ELECTRA's total adds the weighted replaced-token loss, so its generator's MLM loss is
-    the one drawn beside the MLM models'."""
-    points = []
+
+def _numeric(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def read_log(path: Path) -> dict[str, list[tuple[float, float]]]:
+    """Every numeric column of a train_log.jsonl as (step, value) points.
+
+    "mlm" is the MLM loss drawn: ELECTRA's total adds the weighted replaced-token loss,
+    so its generator's MLM loss is the one drawn beside the MLM models'."""
+    series: dict[str, list[tuple[float, float]]] = defaultdict(list)
     with open(path, encoding="utf-8") as fh:
         for lineno, line in enumerate(fh, start=1):
             if not line.strip():
@@ -102,42 +115,75 @@ def read_log(path: Path) -> list[tuple[float, float]]:
                 entry = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise PipelineError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from exc
-            if not isinstance(entry, dict):
+            if not isinstance(entry, dict) or not _numeric(entry.get("step")):
                 continue
+            step = float(entry["step"])
+            for key, value in entry.items():
+                if key != "step" and _numeric(value):
+                    series[key].append((step, float(value)))
             loss = entry.get("loss_generator", entry.get("loss"))
-            if isinstance(entry.get("step"), (int, float)) and isinstance(loss, (int, float)):
-                points.append((float(entry["step"]), float(loss)))
-    return points
+            if _numeric(loss):
+                series["mlm"].append((step, float(loss)))
+    return dict(series)
 
 
-def plot_pretrain_loss(settings: ReportSettings, root: Path, path: Path) -> tuple[Path, list[Path]]:
-    title = "Pretraining loss"
-    curves, used = {}, []
+def read_logs(settings: ReportSettings, root: Path) -> tuple[dict[str, dict], list[Path]]:
+    """model -> its train_log series, for the configured logs that exist; and the files read."""
+    logs, used = {}, []
     for model, rel in settings.pretrain_logs.items():
         p = root / rel
         if not p.is_file():
             log.warning("pretraining log of %s not found: %s", model, rel)
             continue
-        points = read_log(p)
+        logs[model] = read_log(p)
         used.append(p)
-        if points:
-            curves[model] = points
-        else:
+        if not logs[model].get("mlm"):
             log.warning("%s has no lines with step and loss", rel)
-    if not curves:
-        reason = "No pretraining log configured." if not settings.pretrain_logs else "No pretraining log with step and loss lines found."
-        return _placeholder(path, title, reason), used
-    fig, ax = plt.subplots(figsize=(6.5, 4))
-    for model, points in curves.items():
-        steps, losses = zip(*sorted(points))
-        display = settings.models[model].display if model in settings.models else model
-        ax.plot(steps, losses, label=display)
+    return logs, used
+
+
+def _draw(ax, settings: ReportSettings, logs: dict[str, dict], key: str) -> bool:
+    drew = False
+    for model, series in logs.items():
+        if series.get(key):
+            steps, values = zip(*sorted(series[key]))
+            ax.plot(steps, values, label=settings.models[model].display if model in settings.models else model)
+            drew = True
     ax.set_xlabel("step")
+    return drew
+
+
+def plot_pretrain_loss(settings: ReportSettings, logs: dict[str, dict], path: Path) -> Path:
+    title = "Pretraining loss"
+    if not any(series.get("mlm") for series in logs.values()):
+        reason = "No pretraining log configured." if not settings.pretrain_logs else "No pretraining log with step and loss lines found."
+        return _placeholder(path, title, reason)
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    _draw(ax, settings, logs, "mlm")
     ax.set_ylabel("training MLM loss (ELECTRA: generator)")
     ax.set_title(title)
     ax.legend()
     fig.tight_layout()
-    return _save(fig, path), used
+    return _save(fig, path)
+
+
+def plot_pretrain_speed(settings: ReportSettings, logs: dict[str, dict], path: Path) -> Path:
+    """Learning rate, tokens/s, MFU and peak memory against the step, one panel each."""
+    title = "Pretraining schedule, speed and memory"
+    if not any(series.get(key) for series in logs.values() for key, _, _ in SPEED_PANELS):
+        return _placeholder(path, title, "No pretraining log with learning rate, speed or memory lines found.")
+    fig, axes = plt.subplots(2, 2, figsize=(9, 6))
+    for ax, (key, label, absent) in zip(axes.flat, SPEED_PANELS):
+        if not _draw(ax, settings, logs, key):
+            ax.text(0.5, 0.5, absent, ha="center", va="center", transform=ax.transAxes)
+            ax.set_xticks([])
+            ax.set_yticks([])
+        ax.set_title(label)
+    handles, labels = next((a.get_legend_handles_labels() for a in axes.flat if a.lines), ([], []))
+    fig.legend(handles, labels, loc="lower center", ncol=min(3, len(labels)), fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout(rect=(0, 0.08 + 0.04 * (len(labels) // 3), 1, 1))
+    return _save(fig, path)
 
 
 def _number(value) -> float:
@@ -204,8 +250,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     results, _ = load_runs(settings, root)
     scores = plot_scores(settings, results, out / FIGURES[0])
-    loss, logs = plot_pretrain_loss(settings, root, out / FIGURES[1])
-    vocab, diagnostics = plot_vocab(settings, root, out / FIGURES[2])
+    train_logs, logs = read_logs(settings, root)
+    loss = plot_pretrain_loss(settings, train_logs, out / FIGURES[1])
+    speed = plot_pretrain_speed(settings, train_logs, out / FIGURES[2])
+    vocab, diagnostics = plot_vocab(settings, root, out / FIGURES[3])
     provenance.record(
         out,
         step="report.plots",
@@ -216,7 +264,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "vocab_diagnostics": [str(p) for p in diagnostics],
         },
         params={"statistic": settings.aggregation.statistic},
-        outputs=[scores, loss, vocab],
+        outputs=[scores, loss, speed, vocab],
         started=started,
         path=out / "plots.provenance.json",
     )

@@ -135,7 +135,7 @@ class ReportSettings:
     runs: list[RunEntry] = field(default_factory=list, metadata={"help": "Every fine-tuning run expected behind the tables."})
     aggregation: Aggregation = field(default_factory=Aggregation, metadata={"help": "How runs are summarised and compared."})
     reference: ReferencePaths = field(default_factory=ReferencePaths, metadata={"help": "Published reference tables."})
-    pretrain_logs: dict[str, str] = field(default_factory=dict, metadata={"help": "Pretraining train_log.jsonl per model, for the loss-curve plot."})
+    pretrain_logs: dict[str, str] = field(default_factory=dict, metadata={"help": "Pretraining train_log.jsonl per model, for the loss, schedule, speed and memory plots."})
     vocab_diagnostics: dict[str, str] = field(default_factory=dict, metadata={"help": "diagnostics.json per vocabulary, for the fragmentation plot."})
 
     def validate(self, where: str) -> None:
