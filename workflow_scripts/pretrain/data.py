@@ -210,7 +210,8 @@ def build_blocks(corpus_dirs: Sequence[str | os.PathLike], tokenizer, seq_len: i
         batch: list[tuple[str, str]] = []
 
         def flush() -> None:
-            enc = tokenizer([t for _, t in batch], add_special_tokens=False)
+            # whole documents are wanted (packing cuts them into blocks), so no length warning
+            enc = tokenizer([t for _, t in batch], add_special_tokens=False, verbose=False)
             for i, (doc_id, _) in enumerate(batch):
                 ids = enc["input_ids"][i]
                 if not ids:
