@@ -41,6 +41,13 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
+def _legend_below(fig, title: str, handles: list, labels: list[str]) -> None:
+    """One legend for all panels, under them in rows of three, and the title above."""
+    fig.legend(handles, labels, loc="lower center", ncol=min(3, len(labels)), fontsize=8)
+    fig.suptitle(title)
+    fig.tight_layout(rect=(0, 0.08 + 0.04 * (len(labels) // 3), 1, 1))
+
+
 def _placeholder(path: Path, title: str, reason: str) -> Path:
     log.warning("%s: %s", path.name, reason)
     fig, ax = plt.subplots(figsize=(6, 2))
@@ -179,10 +186,7 @@ def plot_pretrain_speed(settings: ReportSettings, logs: dict[str, dict], path: P
             ax.set_xticks([])
             ax.set_yticks([])
         ax.set_title(label)
-    handles, labels = next((a.get_legend_handles_labels() for a in axes.flat if a.lines), ([], []))
-    fig.legend(handles, labels, loc="lower center", ncol=min(3, len(labels)), fontsize=8)
-    fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.08 + 0.04 * (len(labels) // 3), 1, 1))
+    _legend_below(fig, title, *next((a.get_legend_handles_labels() for a in axes.flat if a.lines), ([], [])))
     return _save(fig, path)
 
 
@@ -235,10 +239,7 @@ def plot_vocab(settings: ReportSettings, root: Path, path: Path) -> tuple[Path, 
         ax.set_xticks(range(len(tasks)), tasks, rotation=30, ha="right")
         ax.set_title(f"Pieces per word: {label}")
     axes[0].set_ylabel("word pieces per word")
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=min(3, len(series)), fontsize=8)
-    fig.suptitle(title)
-    fig.tight_layout(rect=(0, 0.08 + 0.04 * (len(series) // 3), 1, 1))
+    _legend_below(fig, title, *axes[0].get_legend_handles_labels())
     return _save(fig, path), used
 
 
