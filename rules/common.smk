@@ -23,6 +23,8 @@ MODELS = list(STUDY.models)
 TASKS = list(STUDY.resolved_tasks)
 PRETRAINED = [m for m, e in STUDY.models.items() if e.kind == "pretrain"]
 DISTILLED = [m for m, e in STUDY.models.items() if e.kind == "distill"]
+BASELINES = plan.baseline_models(STUDY)
+TRAINED_OR_LOADED = [m for m in MODELS if m not in BASELINES]
 EVALUATED = plan.evaluated_models(STUDY)
 TABLE_NAMES = ["medians", "groups", "blurb"]
 TABLES = expand(

@@ -25,6 +25,8 @@ rule finetune:
         provenance="results/finetune/{model}/{task}/fold~{fold}/seed~{seed}/provenance.json",
     log:
         "results/logs/finetune/{model}/{task}/fold~{fold}/seed~{seed}.log",
+    wildcard_constraints:
+        model=_names(TRAINED_OR_LOADED),
     conda:
         CONDA_ENV_GPU
     threads: job_threads("finetune")

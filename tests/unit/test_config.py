@@ -89,9 +89,9 @@ def test_demo_config_is_valid():
     study = load_config(demo_config(), SCHEMA)
     types = {rt.spec.type for rt in study.resolved_tasks.values()}
     assert types == {"ner", "pico", "relation", "similarity", "doc_classification", "qa", "nli"}
-    assert len(list(finetune_runs(study))) == len(study.models) * len(study.resolved_tasks) * 3 - (
-        sum(1 for m in study.models.values() if not m.evaluate) * len(study.resolved_tasks) * 3
-    )
+    evaluated = sum(1 for m in study.models.values() if m.evaluate)
+    assert len(list(finetune_runs(study))) == evaluated * len(study.resolved_tasks) * len(study.seeds)
+    assert len(study.seeds) == 5 and {m.kind for m in study.models.values()} >= {"control", "baseline"}
 
 
 def _bad(mutate) -> str:

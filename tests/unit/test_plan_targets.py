@@ -20,10 +20,11 @@ def test_run_metrics_of_one_task_or_model_partition_the_study():
     by_task = [p for t in study.resolved_tasks for p in plan.run_metrics(study, task=t)]
     by_model = [p for m in study.models for p in plan.run_metrics(study, model=m)]
     assert sorted(by_task) == sorted(every) == sorted(by_model)
-    assert plan.run_metrics(study, model="demo-student-control") == []  # not evaluated
     assert plan.run_metrics(study, task="demo-ner", model="demo-student") == [
-        f"results/finetune/demo-student/demo-ner/fold~0/seed~{s}/metrics.json" for s in (1, 2, 3)
+        f"results/finetune/demo-student/demo-ner/fold~0/seed~{s}/metrics.json" for s in study.seeds
     ]
+    study.models["demo-student-control"].evaluate = False
+    assert plan.run_metrics(study, model="demo-student-control") == []
 
 
 def test_task_report_settings_keep_every_model_and_only_that_tasks_runs():

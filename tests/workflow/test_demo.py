@@ -14,7 +14,7 @@ from workflow_harness import ROOT, copy_demo, planned_jobs, run_demo
 pytestmark = pytest.mark.slow
 
 # Study-wide tables and their settings: rerun whenever a run or a model is added.
-AGGREGATES = {"report_settings", "tables", "plots", "heldout_table", "all"}
+AGGREGATES = {"report_settings", "tables", "plots", "heldout_table", "findings", "all"}
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +51,8 @@ def test_every_run_has_dev_and_test_scores(demo_run):
     assert len(runs) == len(evaluated) * len(cfg["tasks"]) * len(cfg["seeds"])
     for path in runs:
         metrics = json.loads(path.read_text())
-        assert {"dev", "test"} <= set(metrics)
+        trained = cfg["models"][metrics["model"]]["kind"] != "baseline"
+        assert {"dev", "test"} <= set(metrics) if trained else "baseline" in metrics
         assert isinstance(metrics["test"]["score"], float)
         assert (path.parent / "provenance.json").is_file()
 
@@ -61,6 +62,8 @@ def test_checkpoints_reload_and_everything_has_provenance(demo_run):
 
     cfg = _study(demo_run)
     for model, entry in cfg["models"].items():
+        if entry["kind"] == "baseline":
+            continue
         path = demo_run / "results" / entry["kind"] / model
         AutoModelForMaskedLM.from_pretrained(path)
         AutoTokenizer.from_pretrained(path)
@@ -138,7 +141,7 @@ def test_changing_one_tasks_seeds_reruns_only_that_task(demo_run):
 
     cfg, jobs = _planned_after(demo_run, change)
     evaluated = [m for m, e in cfg["models"].items() if e.get("evaluate", True)]
-    assert jobs.pop("finetune") == len(evaluated)
+    assert jobs.pop("finetune") + jobs.pop("baseline") == len(evaluated)
     assert set(jobs) <= AGGREGATES, jobs
 
 
@@ -158,7 +161,8 @@ def test_adding_a_model_and_a_task_to_the_finished_study_runs_only_their_jobs(de
         "model_settings": 1,
         "distill": 1,
         "finetune_settings": new_pairs,
-        "finetune": new_pairs * seeds,
+        "finetune": (new_pairs - 1) * seeds,
+        "baseline": seeds,  # the new task's no-training baseline
         # a new NER task's entity words enter every vocabulary's fragmentation figures
         "vocab_diagnostics": len(cfg["vocabularies"]),
     }
@@ -190,3 +194,98 @@ def test_provenance_traces_a_cell_to_raw_files_and_flags_tampering(demo_run):
         assert any("pubmed26n0001.xml.gz" in line and "changed" in line.lower() for line in result.stdout.splitlines())
     finally:
         raw.write_bytes(original)
+
+
+def _kinds(cfg: dict, *kinds: str) -> list[str]:
+    return [m for m, e in cfg["models"].items() if e["kind"] in kinds and e.get("evaluate", True)]
+
+
+def _compared(demo_run: Path, group: str) -> dict[tuple[str, str], dict]:
+    rows = pd.read_csv(demo_run / "results/tables/comparisons.csv").to_dict("records")
+    return {(r["model_a"], r["model_b"]): r for r in rows if r["task"] == f"mean:{group}"}
+
+
+def test_every_pretrained_model_beats_the_no_pretraining_control_beyond_noise(demo_run):
+    cfg = _study(demo_run)
+    (control,) = _kinds(cfg, "control")
+    compared = _compared(demo_run, "All")
+    for model in _kinds(cfg, "pretrain", "distill"):
+        row = compared[(model, control)]
+        assert row["beyond_noise"] and row["mean_paired_difference"] > 0, row
+
+
+def test_teacher_beats_student_beats_train_longer_control_downstream(demo_run):
+    compared = _compared(demo_run, "All")
+    for pair in (("demo-roberta", "demo-student"), ("demo-student", "demo-student-control")):
+        row = compared[pair]
+        assert row["value_a"] > row["value_b"] and row["mean_paired_difference"] > 0, row
+
+
+def test_clinical_continuation_is_at_least_as_good_as_its_parent_on_the_clinical_task(demo_run):
+    groups = pd.read_csv(demo_run / "results/tables/groups.csv")
+    clinical = groups[groups["group"] == "Clinical"].set_index("model")["value"]
+    assert clinical["demo-roberta-m3"] >= clinical["demo-roberta"], clinical.to_dict()
+
+
+def test_no_task_sits_at_its_no_training_baseline_for_every_model(demo_run):
+    cfg = _study(demo_run)
+    (baseline,) = _kinds(cfg, "baseline")
+    medians = pd.read_csv(demo_run / "results/tables/medians.csv").pivot(index="task", columns="model", values="value")
+    real = _kinds(cfg, "pretrain", "distill")
+    for task, row in medians.iterrows():
+        assert row[real].max() > row[baseline] + 1.0, (task, row.to_dict())
+
+
+def test_findings_state_the_effects_from_the_tables(demo_run):
+    text = (demo_run / "results/tables/findings.md").read_text()
+    compared = _compared(demo_run, "All")
+    row = compared[("demo-roberta", "demo-control")]
+    pair = "RoBERTa-tiny PM+Voc vs RoBERTa-tiny no pretraining, All"
+    sentence = next(line for line in text.splitlines() if pair in line)
+    assert f"{row['value_a']:.1f} vs {row['value_b']:.1f}" in sentence
+    assert f"{row['ci_low']:+.1f} to {row['ci_high']:+.1f}" in sentence
+    assert "beyond seed noise" in sentence
+    assert "Held-out MLM loss" in text and "no-training baseline" in text
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """Debian's chromium, installed when missing (CI runs as root with apt)."""
+    import os
+    import shutil
+    import subprocess
+
+    found = shutil.which("chromium")
+    if found:
+        return found
+    if os.geteuid() != 0 or not shutil.which("apt-get"):
+        pytest.skip("chromium is not installed: apt-get install -y chromium (as root)")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for command in (["apt-get", "update"], ["apt-get", "install", "-y", "--no-install-recommends", "chromium"]):
+        result = subprocess.run(command, capture_output=True, text=True, env=env)
+        assert result.returncode == 0, f"{' '.join(command)}: {result.stderr[-2000:]}"
+    return shutil.which("chromium")
+
+
+def test_report_shows_findings_tables_and_plots_in_a_browser(demo_run, chromium, tmp_path):
+    import subprocess
+
+    report = demo_run / "results" / "report.html"
+    result = run_demo(demo_run, "--report", str(report))
+    assert result.returncode == 0, result.stderr[-3000:]
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+             "--disable-component-update", "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}"]
+    shot = tmp_path / "report.png"
+    dom = subprocess.run([chromium, *flags, "--virtual-time-budget=10000", "--dump-dom", report.as_uri()],
+                         capture_output=True, text=True, timeout=180)
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    page = dom.stdout
+    findings = (demo_run / "results/tables/findings.md").read_text().splitlines()
+    first = next(line[2:] for line in findings if line.startswith("- "))
+    assert first.split(":")[0] in page  # the first finding, as rendered by the report's own page
+    assert page.count("<li>") >= len([line for line in findings if line.startswith("- ")])
+    assert '<table border="0" class="dataframe" id="medians">' in page and "Demo NER" in page
+    assert page.count("data:image/png;base64,") >= 4
+    subprocess.run([chromium, *flags, "--window-size=1400,2400", f"--screenshot={shot}", report.as_uri()],
+                   capture_output=True, text=True, timeout=180, check=True)
+    assert shot.stat().st_size > 20_000

@@ -80,13 +80,15 @@ def test_model_target_builds_the_model_and_its_runs_on_every_task(full_study):
 
 def test_demo_targets(demo_copy):
     study = _study(demo_copy / "config.yaml")
-    _assert_runs(_dry_run("task_demo_ner", workdir=demo_copy), plan.run_metrics(study, task="demo-ner"))
+    trained = [p for p in plan.run_metrics(study, task="demo-ner") if "/demo-baseline/" not in p]
+    _assert_runs(_dry_run("task_demo_ner", workdir=demo_copy), trained)
     output = _dry_run("model_demo_student", workdir=demo_copy)
     _assert_runs(output, plan.run_metrics(study, model="demo-student"))
     assert planned_outputs(output, "distill") == {"results/distill/demo-student/model.safetensors"}
-    # a model that is not evaluated: its target is the model alone
-    output = _dry_run("model_demo_student_control", workdir=demo_copy)
-    assert "finetune" not in planned_jobs(output)
+    # the no-training baseline: its runs are computed, nothing is trained
+    jobs = planned_jobs(_dry_run("model_demo_baseline", workdir=demo_copy))
+    assert "finetune" not in jobs and "pretrain" not in jobs
+    assert jobs["baseline"] == len(plan.run_metrics(study, model="demo-baseline"))
 
 
 def test_target_names_are_identifiers():

@@ -146,7 +146,7 @@ def model_dir(study: Study, name: str) -> str:
 def model_marker(study: Study, name: str) -> list[str]:
     """The file that exists once a model built here is complete (its provenance record)."""
     m = study.models.get(name)
-    if m is None or m.kind == "external":
+    if m is None or m.kind in ("external", "baseline"):
         return []
     return [f"{model_dir(study, name)}/provenance.json"]
 
@@ -170,6 +170,11 @@ def model_source_args(study: Study, model: str) -> str:
 
 def corpus_args(corpora: list[str]) -> str:
     return " ".join(f"--corpus {corpus_dir(c)}" for c in corpora)
+
+
+def baseline_models(study: Study) -> list[str]:
+    """Models whose runs are computed without training (one per task x fold x seed all the same)."""
+    return [name for name, m in study.models.items() if m.kind == "baseline" and m.evaluate]
 
 
 def evaluated_models(study: Study) -> list[str]:
@@ -342,7 +347,7 @@ def report_settings(study: Study, workflow_root: str) -> dict[str, Any]:
         "pretrain_logs": {
             name: f"{model_dir(study, name)}/train_log.jsonl"
             for name, m in study.models.items()
-            if m.kind != "external"
+            if m.kind in ("pretrain", "distill")
         },
         "vocab_diagnostics": {v: f"{vocab_dir(v)}/diagnostics.json" for v in study.vocabularies},
     }

@@ -23,6 +23,9 @@ from .resources import MODEL_RULES, JobResources, check_rules
 from .typed import help_field as _help, parse, to_dict
 
 
+CONTROL_KINDS = ("control", "baseline")
+
+
 @dataclass
 class CorpusSource:
     url: str = _help(
@@ -131,8 +134,10 @@ class VocabEntry:
 
 @dataclass
 class ModelEntry:
-    kind: Literal["pretrain", "distill", "external"] = _help(
-        "pretrain: masked-LM pretraining here; distill: a student distilled here; external: an existing checkpoint."
+    kind: Literal["pretrain", "distill", "external", "control", "baseline"] = _help(
+        "pretrain: masked-LM pretraining here; distill: a student distilled here; external: an existing checkpoint; "
+        "control: init's architecture and vocabulary with random weights (fine-tuning without pretraining); "
+        "baseline: no model, each task's no-training prediction (majority class, all-O tags, mean score)."
     )
     display: Optional[str] = _help("Label in tables (defaults to the model name).", default=None)
     published: dict[str, str] = _help(
@@ -142,7 +147,8 @@ class ModelEntry:
     vocab: Optional[str] = _help("pretrain from scratch: the vocabulary (name in vocabularies).", default=None)
     init: Optional[str] = _help(
         "pretrain: continue from this checkpoint (a model name here, a local directory or a hub id), "
-        "keeping its vocabulary. distill: initialise the student from it.",
+        "keeping its vocabulary. distill: initialise the student from it. control: the model whose "
+        "architecture and vocabulary it copies.",
         default=None,
     )
     corpora: list[str] = _help("pretrain and distill: training corpora (names in corpora).", default_factory=list)
@@ -246,6 +252,17 @@ def _check_model(name: str, m: ModelEntry, study: Study) -> None:
     where = f"models.{name}"
     if m.resources is not None and m.kind not in MODEL_RULES:
         raise PipelineError(f"{where}.resources: only models trained here (pretrain, distill) run jobs of their own")
+    if m.kind in CONTROL_KINDS:
+        if m.corpora or m.teacher or m.checkpoint or m.vocab:
+            raise PipelineError(
+                f"{where}: a {m.kind} model trains on nothing; drop corpora, teacher, checkpoint and vocab"
+            )
+        if (m.kind == "control") != (m.init is not None):
+            need = "needs init (the model whose architecture it copies)" if m.kind == "control" else "takes no init"
+            raise PipelineError(f"{where}.init: a {m.kind} model {need}")
+        if m.init == name:
+            raise PipelineError(f"{where}.init: a model cannot start from itself")
+        return
     if m.kind == "external":
         if not m.checkpoint:
             raise PipelineError(f"{where}.checkpoint: an external model needs a local directory or hub id")

@@ -26,6 +26,7 @@ from .. import provenance  # noqa: E402
 from ..atomic import atomic_file  # noqa: E402
 from ..cli import run  # noqa: E402
 from ..errors import PipelineError  # noqa: E402
+from . import controls  # noqa: E402
 from .metrics import RunResult, load_runs  # noqa: E402
 from .settings import ReportSettings, load, parse_args  # noqa: E402
 from .stats import STATISTICS  # noqa: E402
@@ -79,9 +80,13 @@ def plot_scores(settings: ReportSettings, results: list[RunResult], path: Path) 
             scores = by_cell.get((model, task), [])
             if not scores:
                 continue
-            ax.hlines(stat(scores), i - 0.3, i + 0.3, color=f"C{i}", linewidth=2.5)
-            ax.scatter(i + rng.uniform(-0.15, 0.15, len(scores)), scores, color=f"C{i}", s=14, zorder=3)
-        ax.set_xticks(range(len(models)), [settings.models[m].display for m in models], rotation=30, ha="right")
+            # controls in grey with hollow dots, so no one reads them as one of the models
+            colour = "0.5" if settings.models[model].is_control else f"C{i}"
+            face = "none" if settings.models[model].is_control else colour
+            ax.hlines(stat(scores), i - 0.3, i + 0.3, color=colour, linewidth=2.5)
+            ax.scatter(i + rng.uniform(-0.15, 0.15, len(scores)), scores, edgecolors=colour, facecolors=face, s=14,
+                       zorder=3)
+        ax.set_xticks(range(len(models)), controls.labels(settings, models), rotation=30, ha="right")
         ax.set_title(t.display + (" †" if t.restricted else ""))
         ax.set_ylabel(f"{t.metric} x100")
         values = [v for m in models for v in by_cell.get((m, task), [])]

@@ -34,8 +34,10 @@ class Published:
 @dataclass
 class ModelEntry:
     display: str = field(metadata={"help": "Name shown in table headers and plot legends."})
-    kind: Literal["pretrain", "distill", "external"] = field(
-        default="pretrain", metadata={"help": "How the model was obtained: pretrained here, distilled here, or an external checkpoint."}
+    kind: Literal["pretrain", "distill", "external", "control", "baseline"] = field(
+        default="pretrain",
+        metadata={"help": "How the model was obtained: pretrained here, distilled here, an external checkpoint, "
+                          "a no-pretraining control or the no-training baseline."},
     )
     published: Published = field(
         default_factory=Published, metadata={"help": "Published counterparts whose numbers are shown beside ours."}
@@ -43,6 +45,11 @@ class ModelEntry:
     restricted: bool = field(
         default=False, metadata={"help": "The model was trained on credentialed data (MIMIC-III...): its results are marked."}
     )
+
+    @property
+    def is_control(self) -> bool:
+        """Controls are shown beside the real models, marked, and never averaged with them."""
+        return self.kind in ("control", "baseline")
 
 
 @dataclass

@@ -20,8 +20,9 @@ from .. import provenance
 from ..cli import run
 from ..atomic import write_text
 from ..config.typed import to_dict
-from . import render
+from . import controls, render
 from .aggregate import Cell, SummaryRow, blurb_scores, build_cells, compare, lewis_groups, missing_runs
+from .group_compare import GROUP_PREFIX, compare_groups
 from .groups import GROUPS
 from .metrics import RunResult, load_runs
 from .reference import BLURB_TASKS, LEWIS_TASKS, ReferenceTable, read_reference
@@ -125,8 +126,8 @@ def medians_table(settings: ReportSettings, cells: dict, groups: dict, out: Path
         display += [[(f"Mean ({g})", "")] + [_row_display(groups[m][g], 1) for m in models] for g in GROUPS]
     title = f"Test results, {stat} over seeds (x100)"
     return render.write_table(
-        out, "medians", header, rows, title, ["Task"] + [settings.models[m].display for m in models], display,
-        _published_note(settings, "lewis", "blurb"),
+        out, "medians", header, rows, title, ["Task"] + controls.labels(settings, models), display,
+        _published_note(settings, "lewis", "blurb") + controls.notes(settings),
     )
 
 
@@ -151,8 +152,8 @@ def summary_table(
     names = list(next(iter(summaries.values())).keys()) if summaries else []
     display = list(extra_rows) + [[(n, "")] + [_row_display(summaries[m][n], digits) for m in models] for n in names]
     return render.write_table(
-        out, stem, header, rows, title, [row_header or label.capitalize()] + [settings.models[m].display for m in models], display,
-        _published_note(settings, bench),
+        out, stem, header, rows, title, [row_header or label.capitalize()] + controls.labels(settings, models), display,
+        _published_note(settings, bench) + controls.notes(settings),
     )
 
 
@@ -190,7 +191,7 @@ def spread_csv(settings: ReportSettings, cells: dict, out: Path) -> Path:
     return path
 
 
-def comparisons_csv(settings: ReportSettings, cells: dict, out: Path) -> Path:
+def comparisons_csv(settings: ReportSettings, cells: dict, groups: dict, out: Path) -> Path:
     agg = settings.aggregation
     header = ["task", "model_a", "model_b", "statistic", "value_a", "value_b", "difference", "n_pairs",
               "mean_paired_difference", "ci_low", "ci_high", "confidence", "p_sign_flip", "wins_a", "wins_b",
@@ -208,6 +209,18 @@ def comparisons_csv(settings: ReportSettings, cells: dict, out: Path) -> Path:
             "confidence": agg.confidence, "p_sign_flip": _r(p.p_sign_flip) if p else None,
             "wins_a": p.wins if p else None, "wins_b": p.losses if p else None,
             "beyond_noise": p.beyond_noise if p else None, "note": c.note,
+        })
+    for g in compare_groups(settings, cells, groups):
+        p = g.paired
+        diff = None if g.value_a is None or g.value_b is None else g.value_a - g.value_b
+        rows.append({
+            "task": GROUP_PREFIX + g.group, "model_a": g.model_a, "model_b": g.model_b, "statistic": "mean",
+            "value_a": _r(g.value_a), "value_b": _r(g.value_b), "difference": _r(diff), "n_pairs": g.n_pairs,
+            "mean_paired_difference": _r(100 * p.mean_diff) if p else None,
+            "ci_low": _r(100 * p.ci_low) if p else None, "ci_high": _r(100 * p.ci_high) if p else None,
+            "confidence": agg.confidence, "p_sign_flip": _r(p.p_sign_flip) if p else None,
+            "wins_a": p.wins if p else None, "wins_b": p.losses if p else None,
+            "beyond_noise": p.beyond_noise if p else None, "note": g.note,
         })
     path = out / "comparisons.csv"
     write_text(path, render.csv_text(header, rows))
@@ -253,7 +266,7 @@ def build(settings: ReportSettings, out: Path, root: Path = Path(".")) -> Built:
                              f"BLURB: per-task {stat}s, per-type means and the BLURB score (x100)", 2,
                              blurb_task_rows(settings, cells, refs), "Task / type")
     written.append(spread_csv(settings, cells, out))
-    written.append(comparisons_csv(settings, cells, out))
+    written.append(comparisons_csv(settings, cells, groups, out))
     written.append(out / "missing.md")
     write_text(written[-1], missing_report(settings, missing, cells, groups, blurb))
     return Built(written, results, missing, cells)

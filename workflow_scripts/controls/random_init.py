@@ -1,0 +1,56 @@
+"""A no-pretraining control: a model's architecture and vocabulary with random weights.
+
+    python -m workflow_scripts.controls.random_init --of results/pretrain/M --seed 0 --out results/control/C
+
+Fine-tuning this checkpoint like any other shows what the task data alone teaches the same
+network, so a pretrained model's advantage over it is what pretraining contributed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+from typing import Sequence
+
+from .. import provenance
+from ..cli import run
+from ..errors import PipelineError
+
+log = logging.getLogger("controls.random_init")
+
+
+def random_checkpoint(source: str, seed: int, out: Path) -> list[Path]:
+    """Write ``source``'s configuration and tokenizer with freshly initialised weights to ``out``."""
+    import torch
+    from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer
+
+    from ..pretrain.checkpoint import export_model
+
+    try:
+        config = AutoConfig.from_pretrained(source)
+        tokenizer = AutoTokenizer.from_pretrained(source)
+    except (OSError, ValueError) as exc:
+        raise PipelineError(f"--of {source}: not a transformers checkpoint with a tokenizer ({exc})") from exc
+    torch.manual_seed(seed)
+    model = AutoModelForMaskedLM.from_config(config)
+    log.info("%s: %s with %d random parameters", source, type(model).__name__,
+             sum(p.numel() for p in model.parameters()))
+    return export_model(model, tokenizer, out)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.controls.random_init",
+                                     description=__doc__.split("\n")[0])
+    parser.add_argument("--of", required=True, help="checkpoint whose architecture and tokenizer are copied")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the random weights")
+    parser.add_argument("--out", required=True, type=Path, help="results/control/{model}")
+    args = parser.parse_args(argv)
+    started = provenance.now()
+    written = random_checkpoint(args.of, args.seed, args.out)
+    provenance.record(args.out, step="controls.random_init", inputs={"architecture": args.of},
+                      params={"init": "random"}, seed=args.seed, outputs=written, started=started)
+
+
+if __name__ == "__main__":
+    run(main)
