@@ -27,6 +27,7 @@ from ..atomic import atomic_file  # noqa: E402
 from ..cli import run  # noqa: E402
 from ..errors import PipelineError  # noqa: E402
 from .metrics import RunResult, load_runs  # noqa: E402
+from .render import LEGEND, RESTRICTED  # noqa: E402
 from .settings import ReportSettings, load, parse_args  # noqa: E402
 from .stats import STATISTICS  # noqa: E402
 
@@ -41,10 +42,21 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
+def marked(label: str, restricted: bool) -> str:
+    return f"{label} {RESTRICTED}" if restricted else label
+
+
+def _title(fig, title: str, labels: list[str]) -> None:
+    """The figure title, with the restricted mark's meaning where a label carries it."""
+    if any(label.endswith(RESTRICTED) for label in labels):
+        title += f"\n{RESTRICTED} {LEGEND[RESTRICTED]}"
+    fig.suptitle(title)
+
+
 def _legend_below(fig, title: str, handles: list, labels: list[str]) -> None:
     """One legend for all panels, under them in rows of three, and the title above."""
     fig.legend(handles, labels, loc="lower center", ncol=min(3, len(labels)), fontsize=8)
-    fig.suptitle(title)
+    _title(fig, title, labels)
     fig.tight_layout(rect=(0, 0.08 + 0.04 * (len(labels) // 3), 1, 1))
 
 
@@ -73,6 +85,7 @@ def plot_scores(settings: ReportSettings, results: list[RunResult], path: Path) 
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
     rng = np.random.default_rng(0)
     stat = STATISTICS[settings.aggregation.statistic]
+    shown: list[str] = []
     for ax, task in zip(axes.flat, tasks):
         t = settings.tasks[task]
         for i, model in enumerate(models):
@@ -81,8 +94,12 @@ def plot_scores(settings: ReportSettings, results: list[RunResult], path: Path) 
                 continue
             ax.hlines(stat(scores), i - 0.3, i + 0.3, color=f"C{i}", linewidth=2.5)
             ax.scatter(i + rng.uniform(-0.15, 0.15, len(scores)), scores, color=f"C{i}", s=14, zorder=3)
-        ax.set_xticks(range(len(models)), [settings.models[m].display for m in models], rotation=30, ha="right")
-        ax.set_title(t.display + (" †" if t.restricted else ""))
+        # a run marked without its task being so was trained on credentialed data
+        restricted = {r.model for r in results if r.task == task and r.restricted and not t.restricted}
+        labels = [marked(settings.models[m].display, settings.models[m].restricted or m in restricted) for m in models]
+        ax.set_xticks(range(len(models)), labels, rotation=30, ha="right")
+        ax.set_title(marked(t.display, t.restricted))
+        shown += [*labels, ax.get_title()]
         ax.set_ylabel(f"{t.metric} x100")
         values = [v for m in models for v in by_cell.get((m, task), [])]
         pad = max(1.0, 0.15 * (max(values) - min(values)))
@@ -90,7 +107,7 @@ def plot_scores(settings: ReportSettings, results: list[RunResult], path: Path) 
         ax.set_ylim(min(values) - pad, max(values) + pad)
     for ax in list(axes.flat)[len(tasks):]:
         ax.axis("off")
-    fig.suptitle(f"{title}: dots are runs, lines the {settings.aggregation.statistic}")
+    _title(fig, f"{title}: dots are runs, lines the {settings.aggregation.statistic}", shown)
     fig.tight_layout()
     return _save(fig, path)
 
@@ -154,7 +171,8 @@ def _draw(ax, settings: ReportSettings, logs: dict[str, dict], key: str) -> bool
     for model, series in logs.items():
         if series.get(key):
             steps, values = zip(*sorted(series[key]))
-            ax.plot(steps, values, label=settings.models[model].display if model in settings.models else model)
+            name = settings.models[model].display if model in settings.models else model
+            ax.plot(steps, values, label=marked(name, model in settings.restricted_models))
             drew = True
     ax.set_xlabel("step")
     return drew
@@ -220,6 +238,7 @@ def plot_vocab(settings: ReportSettings, root: Path, path: Path) -> tuple[Path, 
         used.append(p)
         for name, t in read_diagnostics(p).items():
             label = name if name == vocab or len(settings.vocab_diagnostics) == 1 else f"{vocab}: {name}"
+            label = marked(label, name in settings.restricted_vocabularies or name in settings.restricted_models)
             series.setdefault(label, t)
     if not series:
         reason = "No vocabulary diagnostics configured." if not settings.vocab_diagnostics else "No vocabulary diagnostics found."
