@@ -144,12 +144,17 @@ def model_dir(study: Study, name: str) -> str:
     return f"{RESULTS}/{m.kind}/{name}"
 
 
+MODEL_FILES = ("model.safetensors", "config.json", "provenance.json")
+
+
 def model_marker(study: Study, name: str) -> list[str]:
-    """The file that exists once a model built here is complete (its provenance record)."""
+    """The declared outputs of a model built here: a consumer depending on all of them makes a
+    plain rerun rebuild the model when any is deleted (Snakemake reruns a job only for a missing
+    output some job needs)."""
     m = study.models.get(name)
     if m is None or m.kind == "external":
         return []
-    return [f"{model_dir(study, name)}/provenance.json"]
+    return [f"{model_dir(study, name)}/{f}" for f in MODEL_FILES]
 
 
 def tokenizer_marker(study: Study, model: str) -> list[str]:
@@ -290,7 +295,8 @@ def finetune_settings(study: Study, model: str, task: str) -> dict[str, Any]:
 
 
 def report_settings(study: Study, workflow_root: str) -> dict[str, Any]:
-    """Settings of the tables and plots; relative reference CSV paths are taken from the workflow."""
+    """Settings of the tables and plots; relative reference CSV paths are taken from the workflow,
+    ``workflow_root`` (best relative to the run directory, so that a moved checkout changes nothing)."""
     marks = restricted_marks(study)
     models = {
         name: {
