@@ -128,17 +128,17 @@ class _Damaged(Exception):
     """A checkpoint directory that cannot be resumed from; an earlier one may still be."""
 
 
-def _load(directory: Path, digest: str, rank: int, hint: str, marker: Path) -> Resumed:
+def _load(directory: Path, digest: str, rank: int, hint: str) -> Resumed:
     state = directory / "state.pt"
     if (directory / integrity.MANIFEST).is_file():
         try:
             integrity.verify_dir(directory)
         except integrity.IntegrityError as exc:
-            raise _Damaged(f"{exc}; name an earlier step~N directory in {marker}, or {hint}") from exc
+            raise _Damaged(str(exc)) from exc
     try:
         payload = torch.load(state, map_location="cpu", weights_only=False)
     except Exception as exc:  # torch raises several types for truncated or foreign files
-        raise _Damaged(f"{state}: corrupt checkpoint ({exc}); name an earlier step~N directory in {marker}, or {hint}") from exc
+        raise _Damaged(f"{state}: corrupt checkpoint ({exc})") from exc
     required = {"step", "digest", "trainable", "optimizer", "scheduler"}
     if not isinstance(payload, dict) or not required <= set(payload):
         raise PipelineError(f"{state}: not a training checkpoint of this pipeline; {hint}")
@@ -154,7 +154,7 @@ def _load(directory: Path, digest: str, rank: int, hint: str, marker: Path) -> R
                 integrity.verify(rng_file)
             payload["rng"] = torch.load(rng_file, map_location="cpu", weights_only=False)
         except Exception as exc:
-            raise _Damaged(f"{rng_file}: corrupt random-state file ({exc}); {hint}") from exc
+            raise _Damaged(f"{rng_file}: corrupt random-state file ({exc})") from exc
     else:
         log.warning("%s: no random state for process %d (different process count?); dropout draws will differ", directory, rank)
     return Resumed(int(payload["step"]), payload, directory)
@@ -183,18 +183,18 @@ def load_latest(state_dir: Path, digest: str, rank: int) -> Resumed | None:
     if not m or not (directory / "state.pt").is_file():
         raise PipelineError(f"{marker}: names {name!r}, which is not a complete checkpoint directory; name an existing step~N directory there, or {hint}")
     try:
-        return _load(directory, digest, rank, hint, marker)
+        return _load(directory, digest, rank, hint)
     except _Damaged as damaged:
         earlier = sorted((p for p in steps if int(_STEP_DIR.match(p.name).group(1)) < int(m.group(1))
                           and (p / "state.pt").is_file()), reverse=True)
         for candidate in earlier:
             try:
-                resumed = _load(candidate, digest, rank, hint, marker)
+                resumed = _load(candidate, digest, rank, hint)
             except _Damaged:
                 continue
             log.warning("%s is damaged (%s); resuming from the earlier checkpoint %s instead", directory, damaged, candidate)
             return resumed
-        raise PipelineError(str(damaged)) from damaged
+        raise PipelineError(f"{damaged}; name an earlier step~N directory in {marker}, or {hint}") from damaged
 
 
 def export_model(model, tokenizer, out: Path) -> list[Path]:
