@@ -46,17 +46,17 @@ def marked(label: str, restricted: bool) -> str:
     return f"{label} {RESTRICTED}" if restricted else label
 
 
-def _title(fig, title: str, labels: list[str]) -> None:
-    """The figure title, with the restricted mark's meaning where a label carries it."""
+def footnoted(title: str, labels: list[str]) -> str:
+    """``title``, with the restricted mark's meaning where a label carries it."""
     if any(label.endswith(RESTRICTED) for label in labels):
         title += f"\n{RESTRICTED} {LEGEND[RESTRICTED]}"
-    fig.suptitle(title)
+    return title
 
 
 def _legend_below(fig, title: str, handles: list, labels: list[str]) -> None:
     """One legend for all panels, under them in rows of three, and the title above."""
     fig.legend(handles, labels, loc="lower center", ncol=min(3, len(labels)), fontsize=8)
-    _title(fig, title, labels)
+    fig.suptitle(footnoted(title, labels))
     fig.tight_layout(rect=(0, 0.08 + 0.04 * (len(labels) // 3), 1, 1))
 
 
@@ -107,7 +107,7 @@ def plot_scores(settings: ReportSettings, results: list[RunResult], path: Path) 
         ax.set_ylim(min(values) - pad, max(values) + pad)
     for ax in list(axes.flat)[len(tasks):]:
         ax.axis("off")
-    _title(fig, f"{title}: dots are runs, lines the {settings.aggregation.statistic}", shown)
+    fig.suptitle(footnoted(f"{title}: dots are runs, lines the {settings.aggregation.statistic}", shown))
     fig.tight_layout()
     return _save(fig, path)
 
@@ -186,7 +186,7 @@ def plot_pretrain_loss(settings: ReportSettings, logs: dict[str, dict], path: Pa
     fig, ax = plt.subplots(figsize=(6.5, 4))
     _draw(ax, settings, logs, "mlm")
     ax.set_ylabel("training MLM loss (ELECTRA: generator)")
-    ax.set_title(title)
+    ax.set_title(footnoted(title, ax.get_legend_handles_labels()[1]), fontsize=10)
     ax.legend()
     fig.tight_layout()
     return _save(fig, path)
@@ -229,6 +229,7 @@ def plot_vocab(settings: ReportSettings, root: Path, path: Path) -> tuple[Path, 
     """Mean word pieces per word (all words, entity words) per task and tokenizer."""
     title = "Vocabulary fragmentation"
     series: dict[str, dict[str, dict]] = {}
+    restricted: set[str] = set()
     used = []
     for vocab, rel in settings.vocab_diagnostics.items():
         p = root / rel
@@ -238,8 +239,9 @@ def plot_vocab(settings: ReportSettings, root: Path, path: Path) -> tuple[Path, 
         used.append(p)
         for name, t in read_diagnostics(p).items():
             label = name if name == vocab or len(settings.vocab_diagnostics) == 1 else f"{vocab}: {name}"
-            label = marked(label, name in settings.restricted_vocabularies or name in settings.restricted_models)
             series.setdefault(label, t)
+            if name in settings.restricted_vocabularies or name in settings.restricted_models:
+                restricted.add(label)
     if not series:
         reason = "No vocabulary diagnostics configured." if not settings.vocab_diagnostics else "No vocabulary diagnostics found."
         return _placeholder(path, title, reason), used
@@ -254,6 +256,7 @@ def plot_vocab(settings: ReportSettings, root: Path, path: Path) -> tuple[Path, 
                 legend += f" ({t['size']} pieces"
                 cov = t.get("term_coverage")
                 legend += f", {100 * cov:.0f}% terms whole)" if isinstance(cov, (int, float)) else ")"
+            legend = marked(legend, name in restricted)
             ax.bar(np.arange(len(tasks)) + i * width - 0.4 + width / 2, values, width, label=legend, color=f"C{i}")
         ax.set_xticks(range(len(tasks)), tasks, rotation=30, ha="right")
         ax.set_title(f"Pieces per word: {label}")
