@@ -102,3 +102,30 @@ def test_tables_and_plots_mark_every_cell_and_label_from_mimic(study, tmp_path, 
     vocab = figures["vocab_fragmentation.png"]
     assert any(t.startswith("clin-voc") and t.endswith("†") for t in vocab)
     assert not any(t.startswith("demo-wordpiece") and t.endswith("†") for t in vocab)
+
+
+def test_heldout_table_marks_models_whose_provenance_chain_reaches_mimic(tmp_path):
+    from workflow_scripts import provenance
+    from workflow_scripts.distill import heldout_table
+
+    corpus = {}
+    for name, kind in (("pm", "pubmed"), ("m3", "mimic")):
+        corpus[name] = tmp_path / "corpus" / name
+        corpus[name].mkdir(parents=True)
+        (corpus[name] / "stats.json").write_text("{}")
+        provenance.record(corpus[name], step="corpus.build", inputs={}, outputs=[corpus[name] / "stats.json"],
+                          restricted=kind == "mimic")
+    models = []
+    for name, data in (("base", "pm"), ("clinical", "m3")):
+        out = tmp_path / "pretrain" / name
+        out.mkdir(parents=True)
+        provenance.record(out, step="pretrain", inputs={"corpus": [str(corpus[data])]}, params={"name": name},
+                          extra={"result": {"heldout_loss": 2.0, "steps": 4, "heldout_masked_tokens": 100},
+                                 "model": {"config": {"num_hidden_layers": 2}, "parameters": 1000}})
+        models.append(str(out))
+    heldout_table.main(["--model", *models, "--out", str(tmp_path / "tables")])
+    with open(tmp_path / "tables" / "heldout_mlm.csv", newline="") as fh:
+        rows = {r["model"]: r["restricted"] for r in csv.DictReader(fh)}
+    assert rows == {"base": "False", "clinical": "True"}
+    md = (tmp_path / "tables" / "heldout_mlm.md").read_text()
+    assert "| clinical † |" in md and "| base |" in md and "derived from credentialed data" in md

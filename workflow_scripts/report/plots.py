@@ -27,7 +27,7 @@ from ..atomic import atomic_file  # noqa: E402
 from ..cli import run  # noqa: E402
 from ..errors import PipelineError  # noqa: E402
 from .metrics import RunResult, load_runs  # noqa: E402
-from .render import LEGEND, RESTRICTED  # noqa: E402
+from .render import LEGEND, RESTRICTED, marked  # noqa: E402
 from .settings import ReportSettings, load, parse_args  # noqa: E402
 from .stats import STATISTICS  # noqa: E402
 
@@ -40,10 +40,6 @@ def _save(fig, path: Path) -> Path:
         fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
     plt.close(fig)
     return path
-
-
-def marked(label: str, restricted: bool) -> str:
-    return f"{label} {RESTRICTED}" if restricted else label
 
 
 def footnoted(title: str, labels: list[str]) -> str:
