@@ -55,7 +55,9 @@ def verify(path: str | os.PathLike) -> None:
     expected = side.read_text().strip()
     actual = sha256_file(p)
     if actual != expected:
-        raise IntegrityError(f"{p}: checksum {actual[:12]}... differs from the {expected[:12]}... recorded when it was written")
+        raise IntegrityError(
+            f"{p}: checksum {actual[:12]}... differs from the {expected[:12]}... recorded when it was written"
+        )
 
 
 def seal_dir(directory: str | os.PathLike) -> dict[str, str]:

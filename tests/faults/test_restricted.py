@@ -29,7 +29,8 @@ def study():
     cfg["vocabularies"]["clin-voc"] = {"corpora": ["mimic"], "train": cfg["vocabularies"]["demo-wordpiece"]["train"]}
     tiny = cfg["models"]["demo-roberta"]["pretrain"]
     cfg["models"]["clin-voc-pm"] = {"kind": "pretrain", "vocab": "clin-voc", "corpora": ["pubmed"], "pretrain": tiny}
-    cfg["models"]["m3-student"] = {**cfg["models"]["demo-student"], "teacher": "demo-roberta-m3", "display": "M3 student"}
+    student = cfg["models"]["demo-student"]
+    cfg["models"]["m3-student"] = {**student, "teacher": "demo-roberta-m3", "display": "M3 student"}
     return load_study(cfg)
 
 

@@ -98,8 +98,8 @@ def table_rows(rows: list[Row]) -> list[list[str]]:
         c = r.control
         gain = c.loss - r.loss if c is not None and c.loss is not None and r.loss is not None else None
         out.append([r.model, r.role, r.teacher or "", str(r.layers), str(r.parameters), str(r.steps), _fmt(r.loss),
-                    _fmt(r.perplexity, 2), str(r.masked_tokens), c.model if c else "", _fmt(c.loss) if c else "", _fmt(gain),
-                    str(r.restricted)])
+                    _fmt(r.perplexity, 2), str(r.masked_tokens), c.model if c else "", _fmt(c.loss) if c else "",
+                    _fmt(gain), str(r.restricted)])
     return out
 
 

@@ -77,10 +77,9 @@ def save_state(state_dir: Path, step: int, payload: dict[str, Any], model=None, 
 
 def save_rng(state_dir: Path, step: int, rank: int) -> None:
     path = step_dir(state_dir, step) / f"rng~{rank}.pt"
-    with no_space_is_an_error(state_dir):
-        with atomic_file(path) as tmp:
-            _torch_save(rng_state(), tmp)
-        integrity.seal(path)
+    with no_space_is_an_error(state_dir), atomic_file(path) as tmp:
+        _torch_save(rng_state(), tmp)
+        integrity.seal(tmp, target=path)
 
 
 def mark_latest(state_dir: Path, step: int, keep: int) -> None:
@@ -153,10 +152,11 @@ def _load(directory: Path, digest: str, rank: int, hint: str) -> Resumed:
             if integrity.sidecar(rng_file).is_file():
                 integrity.verify(rng_file)
             payload["rng"] = torch.load(rng_file, map_location="cpu", weights_only=False)
-        except Exception as exc:
-            raise _Damaged(f"{rng_file}: corrupt random-state file ({exc})") from exc
+        except Exception as exc:  # not a fallback: each process would fall back on its own
+            raise PipelineError(f"{rng_file}: corrupt random-state file ({exc}); {hint}") from exc
     else:
-        log.warning("%s: no random state for process %d (different process count?); dropout draws will differ", directory, rank)
+        log.warning("%s: no random state for process %d (different process count?); dropout draws will differ",
+                    directory, rank)
     return Resumed(int(payload["step"]), payload, directory)
 
 
@@ -192,7 +192,8 @@ def load_latest(state_dir: Path, digest: str, rank: int) -> Resumed | None:
                 resumed = _load(candidate, digest, rank, hint)
             except _Damaged:
                 continue
-            log.warning("%s is damaged (%s); resuming from the earlier checkpoint %s instead", directory, damaged, candidate)
+            log.warning("%s is damaged (%s); resuming from the earlier checkpoint %s instead",
+                        directory, damaged, candidate)
             return resumed
         raise PipelineError(f"{damaged}; name an earlier step~N directory in {marker}, or {hint}") from damaged
 
