@@ -12,7 +12,7 @@ import errno
 import os
 import shutil
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from .errors import PipelineError
 
@@ -23,8 +23,7 @@ class NoSpace(PipelineError):
     """The file system ran out of space while a step was writing."""
 
 
-def is_no_space(exc: BaseException) -> bool:
-    """Whether ``exc`` or any exception it was raised from or during is a full disk."""
+def _chain(exc: BaseException) -> Iterator[BaseException]:
     seen: set[int] = set()
     todo: list[BaseException | None] = [exc]
     while todo:
@@ -32,12 +31,36 @@ def is_no_space(exc: BaseException) -> bool:
         if e is None or id(e) in seen:
             continue
         seen.add(id(e))
-        if isinstance(e, OSError) and e.errno == errno.ENOSPC:
-            return True
-        if _TEXT in str(e):
-            return True
+        yield e
         todo += [e.__cause__, e.__context__]
-    return False
+
+
+def is_no_space(exc: BaseException) -> bool:
+    """Whether ``exc`` or any exception it was raised from or during is a full disk."""
+    return any((isinstance(e, OSError) and e.errno == errno.ENOSPC) or _TEXT in str(e) for e in _chain(exc))
+
+
+def written_path(exc: BaseException, argv: Sequence[str]) -> Path:
+    """Where the step was writing when ``exc`` happened: the directory of the file the error names,
+    else the step's ``--out`` (every step has one), else the working directory."""
+    for e in _chain(exc):
+        if isinstance(e, OSError) and e.filename:
+            return Path(e.filename).parent
+    for i, arg in enumerate(argv):
+        if arg == "--out" and i + 1 < len(argv):
+            return Path(argv[i + 1])
+        if arg.startswith("--out="):
+            return Path(arg.split("=", 1)[1])
+    return Path.cwd()
+
+
+def no_space(where: str | os.PathLike) -> NoSpace:
+    p = Path(where)
+    free = shutil.disk_usage(p if p.exists() else p.parent).free
+    return NoSpace(
+        f"no space left on {where} ({free} bytes free); free space there, or run the workflow on a disk "
+        "with more room, then re-run"
+    )
 
 
 def _remove(path: Path) -> None:
@@ -57,11 +80,7 @@ def no_space_is_an_error(where: str | os.PathLike, *scratch: str | os.PathLike) 
             raise
         for p in scratch:
             _remove(Path(p))
-        free = shutil.disk_usage(Path(where) if Path(where).exists() else Path(where).parent).free
-        raise NoSpace(
-            f"no space left on {where} ({free} bytes free); free space there, or run the workflow on a disk "
-            "with more room, then re-run"
-        ) from exc
+        raise no_space(where) from exc
 
 
 def reserve(path: str | os.PathLike, nbytes: int) -> None:

@@ -1,9 +1,10 @@
-"""A full disk, made for real with a small tmpfs: the MinHash step of a corpus build and a
-pretraining checkpoint both stop with "no space left on <path>", leave no scratch behind,
-and (training) keep the last good checkpoint to resume from."""
+"""A full disk, made for real with a small tmpfs: the MinHash step of a corpus build, a
+pretraining checkpoint and any other step stop with one line "no space left on <path>",
+leave no scratch behind, and (training) keep the last good checkpoint to resume from."""
 
 from __future__ import annotations
 
+import gzip
 import re
 import shutil
 import subprocess
@@ -17,6 +18,8 @@ import yaml
 import pretrain_fixtures as fx
 from workflow_scripts.corpus.records import row, write_parsed
 from workflow_scripts.errors import PipelineError
+
+FIX = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "corpus"
 
 
 @pytest.fixture()
@@ -76,3 +79,20 @@ def test_checkpoint_on_a_full_disk_says_so_and_keeps_the_last_good_one(small_dis
     (small_disk / "filler").unlink()
     fx.pretrain(base, small_disk, "m", stop_after=4, **common)  # resumes from step 2
     assert (state / "latest").read_text().strip() == "step~00000004"
+
+
+def test_any_step_on_a_full_disk_names_its_output_in_one_line(small_disk, tmp_path):
+    raw = tmp_path / "pubmed26n0001.xml.gz"
+    raw.write_bytes(gzip.compress((FIX / "medline_edge.xml").read_bytes(), mtime=0))
+    settings = tmp_path / "s.yaml"
+    settings.write_text(yaml.safe_dump({"corpus": {"name": "pm", "type": "pubmed", "shards": 1, "clean": {}}}))
+    (small_disk / "parsed").mkdir()
+    _fill(small_disk, 0)
+    out = small_disk / "parsed" / "pubmed26n0001.parquet"
+    done = subprocess.run([sys.executable, "-m", "workflow_scripts.corpus.parse", "--settings", str(settings),
+                           "--in", str(raw), "--out", str(out)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr[-2000:]
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert "Traceback" not in done.stderr
+    assert errors and errors[0].startswith(f"error: no space left on {out}"), done.stderr[-2000:]
+    assert list((small_disk / "parsed").iterdir()) == []  # the temporary was removed
