@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def study():
     cfg = copy.deepcopy(yaml.safe_load((ROOT / "demo" / "config.yaml").read_text()))
     del cfg["corpora"]["mimic"]["restricted"]  # the key a user forgets
+    cfg["tasks"]["demo-nli"]["restricted"] = True  # as the registry's MedNLI, a credentialed task
     cfg["vocabularies"]["clin-voc"] = {"corpora": ["mimic"], "train": cfg["vocabularies"]["demo-wordpiece"]["train"]}
     tiny = cfg["models"]["demo-roberta"]["pretrain"]
     cfg["models"]["clin-voc-pm"] = {"kind": "pretrain", "vocab": "clin-voc", "corpora": ["pubmed"], "pretrain": tiny}
@@ -39,7 +40,7 @@ def test_marks_are_derived_from_the_graph(study):
     assert marks.corpora == {"mimic"}
     assert marks.vocabularies == {"clin-voc"}
     assert marks.models == {"demo-roberta-m3", "clin-voc-pm", "m3-student"}
-    credentialed = {t for t, rt in study.resolved_tasks.items() if rt.spec.restricted or rt.spec.source.access}
+    credentialed = {"demo-nli"}
     assert marks.tasks == credentialed
     assert plan.corpus_settings(study, "mimic")["corpus"]["restricted"] is True
     assert "--restricted" in plan.fetch_table(study, "mimic")["NOTEEVENTS.csv.gz"]
@@ -78,8 +79,9 @@ def test_tables_and_plots_mark_every_cell_and_label_from_mimic(study, tmp_path, 
         rows = list(csv.DictReader(fh))
     marks = restricted(study)
     for row in rows:
-        assert (row["restricted"] == "True") == marks.run(row["model"], row["task"]), row
+        assert (row["restricted"] == "True") == (row["model"] in marks.models or row["task"] in marks.tasks), row
     assert any(r["model"] == "clin-voc-pm" and r["restricted"] == "True" for r in rows)
+    assert {r["restricted"] for r in rows if r["task"] == "demo-nli"} == {"True"}
 
     for vocab in ("demo-wordpiece", "clin-voc"):
         diag = tmp_path / settings["vocab_diagnostics"][vocab]
@@ -98,6 +100,8 @@ def test_tables_and_plots_mark_every_cell_and_label_from_mimic(study, tmp_path, 
     for name in ("RoBERTa-tiny PM+M3", "M3 student", "clin-voc-pm"):
         assert f"{name} †" in scores, name
     assert "RoBERTa-tiny PM+Voc" in scores and "RoBERTa-tiny PM+Voc †" not in scores
+    nli = study.resolved_tasks["demo-nli"].spec.display
+    assert f"{nli} †" in scores
     assert any("derived from credentialed data" in t for t in scores)
     assert "RoBERTa-tiny PM+M3 †" in loss and "RoBERTa-tiny PM+Voc" in loss
     vocab = figures["vocab_fragmentation.png"]

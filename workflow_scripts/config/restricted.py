@@ -20,17 +20,13 @@ class Restricted:
     models: frozenset[str]
     tasks: frozenset[str]
 
-    def run(self, model: str, task: str) -> bool:
-        return model in self.models or task in self.tasks
-
 
 def restricted(study: Study) -> Restricted:
     """The restricted corpora, vocabularies, models and tasks of ``study``."""
     corpora = frozenset(name for name, c in study.corpora.items() if c.restricted or c.type == "mimic")
     vocabs = frozenset(name for name, v in study.vocabularies.items() if corpora.intersection(v.corpora))
-    tasks = frozenset(
-        name for name, rt in study.resolved_tasks.items() if rt.spec.restricted or rt.spec.source.access
-    )
+    # the registry marks credentialed tasks (i2b2, MedNLI); a registration alone (BioASQ) is no restriction
+    tasks = frozenset(name for name, rt in study.resolved_tasks.items() if rt.spec.restricted)
     models: set[str] = set()
 
     def visit(name: str, path: tuple[str, ...]) -> bool:
