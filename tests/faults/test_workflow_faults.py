@@ -93,5 +93,5 @@ def test_a_negative_seed_is_refused_naming_the_key(where):
         cfg["seeds"] = [-1]
     else:
         cfg["tasks"]["demo-ner"]["seeds"] = [1, -1]
-    with pytest.raises(PipelineError, match=rf"^{where}: seeds must be integers from 0 to 4294967295, got -1"):
+    with pytest.raises(PipelineError, match=rf"^{where}: each seed must be an integer from 0 to 4294967295, got -1"):
         load_study(cfg)

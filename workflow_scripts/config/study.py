@@ -323,7 +323,7 @@ def _check_seeds(where: str, seeds: list[int]) -> None:
         raise PipelineError(f"{where}: give one or more distinct seeds, got {seeds}")
     bad = [s for s in seeds if not 0 <= s <= SEED_MAX]
     if bad:
-        raise PipelineError(f"{where}: seeds must be integers from 0 to {SEED_MAX}, got {bad[0]}")
+        raise PipelineError(f"{where}: each seed must be an integer from 0 to {SEED_MAX}, got {bad[0]}")
 
 
 def load_study(config: dict[str, Any]) -> Study:
