@@ -369,14 +369,14 @@ def test_features_are_cached_and_reused(tmp_path, bert, caplog):
     task_dir = write_task(tmp_path, "nli")
     cache_dir = tmp_path / "cache"
     first = run_cli(tmp_path, bert, "nli", task_dir=task_dir, name="a", extra_args=["--cache-dir", str(cache_dir)])
-    assert len(list(cache_dir.glob("*.pkl"))) == 1
+    assert len(list(cache_dir.glob("*.json"))) == 1
     caplog.set_level("INFO")
     second = run_cli(tmp_path, bert, "nli", task_dir=task_dir, name="b", extra_args=["--cache-dir", str(cache_dir)])
     assert "features from cache" in caplog.text
     assert first["dev"] == second["dev"] and first["test"] == second["test"]
     run_cli(tmp_path, bert, "nli", task_dir=task_dir, name="c", finetune={"max_length": 32},
             extra_args=["--cache-dir", str(cache_dir)])
-    assert len(list(cache_dir.glob("*.pkl"))) == 2
+    assert len(list(cache_dir.glob("*.json"))) == 2
 
 
 def test_restricted_task_marks_the_run(tmp_path, bert):

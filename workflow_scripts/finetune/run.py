@@ -36,9 +36,20 @@ from .train import Fit, fit, predict, seed_everything, selection_value
 log = logging.getLogger("finetune")
 
 
+# Files one of which holds a tokenizer's vocabulary; without them AutoTokenizer may build an empty one.
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model",
+                   "tokenizer.model")
+
+
 def load_tokenizer(model: str):
     from transformers import AutoTokenizer
 
+    local = Path(model)
+    if local.is_dir() and not any((local / f).is_file() for f in TOKENIZER_FILES):
+        raise PipelineError(
+            f"--model {model}: the checkpoint directory has no tokenizer (none of {', '.join(TOKENIZER_FILES)}); "
+            "save the tokenizer beside the model (tokenizer.save_pretrained) or rebuild the checkpoint"
+        )
     try:
         return AutoTokenizer.from_pretrained(model)
     except (OSError, ValueError) as exc:

@@ -27,6 +27,7 @@ from ..atomic import atomic_file  # noqa: E402
 from ..cli import run  # noqa: E402
 from ..errors import PipelineError  # noqa: E402
 from .metrics import RunResult, load_runs  # noqa: E402
+from .render import LEGEND, RESTRICTED, marked  # noqa: E402
 from .settings import ReportSettings, load, parse_args  # noqa: E402
 from .stats import STATISTICS  # noqa: E402
 
@@ -41,10 +42,17 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
+def footnoted(title: str, labels: list[str]) -> str:
+    """``title``, with the restricted mark's meaning where a label carries it."""
+    if any(label.endswith(RESTRICTED) for label in labels):
+        title += f"\n{RESTRICTED} {LEGEND[RESTRICTED]}"
+    return title
+
+
 def _legend_below(fig, title: str, handles: list, labels: list[str]) -> None:
     """One legend for all panels, under them in rows of three, and the title above."""
     fig.legend(handles, labels, loc="lower center", ncol=min(3, len(labels)), fontsize=8)
-    fig.suptitle(title)
+    fig.suptitle(footnoted(title, labels))
     fig.tight_layout(rect=(0, 0.08 + 0.04 * (len(labels) // 3), 1, 1))
 
 
@@ -73,6 +81,7 @@ def plot_scores(settings: ReportSettings, results: list[RunResult], path: Path) 
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
     rng = np.random.default_rng(0)
     stat = STATISTICS[settings.aggregation.statistic]
+    shown: list[str] = []
     for ax, task in zip(axes.flat, tasks):
         t = settings.tasks[task]
         for i, model in enumerate(models):
@@ -81,8 +90,12 @@ def plot_scores(settings: ReportSettings, results: list[RunResult], path: Path) 
                 continue
             ax.hlines(stat(scores), i - 0.3, i + 0.3, color=f"C{i}", linewidth=2.5)
             ax.scatter(i + rng.uniform(-0.15, 0.15, len(scores)), scores, color=f"C{i}", s=14, zorder=3)
-        ax.set_xticks(range(len(models)), [settings.models[m].display for m in models], rotation=30, ha="right")
-        ax.set_title(t.display + (" †" if t.restricted else ""))
+        # a run marked without its task being so was trained on credentialed data
+        restricted = {r.model for r in results if r.task == task and r.restricted and not t.restricted}
+        labels = [marked(settings.models[m].display, settings.models[m].restricted or m in restricted) for m in models]
+        ax.set_xticks(range(len(models)), labels, rotation=30, ha="right")
+        ax.set_title(marked(t.display, t.restricted))
+        shown += [*labels, ax.get_title()]
         ax.set_ylabel(f"{t.metric} x100")
         values = [v for m in models for v in by_cell.get((m, task), [])]
         pad = max(1.0, 0.15 * (max(values) - min(values)))
@@ -90,7 +103,7 @@ def plot_scores(settings: ReportSettings, results: list[RunResult], path: Path) 
         ax.set_ylim(min(values) - pad, max(values) + pad)
     for ax in list(axes.flat)[len(tasks):]:
         ax.axis("off")
-    fig.suptitle(f"{title}: dots are runs, lines the {settings.aggregation.statistic}")
+    fig.suptitle(footnoted(f"{title}: dots are runs, lines the {settings.aggregation.statistic}", shown))
     fig.tight_layout()
     return _save(fig, path)
 
@@ -154,7 +167,8 @@ def _draw(ax, settings: ReportSettings, logs: dict[str, dict], key: str) -> bool
     for model, series in logs.items():
         if series.get(key):
             steps, values = zip(*sorted(series[key]))
-            ax.plot(steps, values, label=settings.models[model].display if model in settings.models else model)
+            name = settings.models[model].display if model in settings.models else model
+            ax.plot(steps, values, label=marked(name, model in settings.restricted_models))
             drew = True
     ax.set_xlabel("step")
     return drew
@@ -168,7 +182,7 @@ def plot_pretrain_loss(settings: ReportSettings, logs: dict[str, dict], path: Pa
     fig, ax = plt.subplots(figsize=(6.5, 4))
     _draw(ax, settings, logs, "mlm")
     ax.set_ylabel("training MLM loss (ELECTRA: generator)")
-    ax.set_title(title)
+    ax.set_title(footnoted(title, ax.get_legend_handles_labels()[1]), fontsize=10)
     ax.legend()
     fig.tight_layout()
     return _save(fig, path)
@@ -211,6 +225,7 @@ def plot_vocab(settings: ReportSettings, root: Path, path: Path) -> tuple[Path, 
     """Mean word pieces per word (all words, entity words) per task and tokenizer."""
     title = "Vocabulary fragmentation"
     series: dict[str, dict[str, dict]] = {}
+    restricted: set[str] = set()
     used = []
     for vocab, rel in settings.vocab_diagnostics.items():
         p = root / rel
@@ -221,6 +236,8 @@ def plot_vocab(settings: ReportSettings, root: Path, path: Path) -> tuple[Path, 
         for name, t in read_diagnostics(p).items():
             label = name if name == vocab or len(settings.vocab_diagnostics) == 1 else f"{vocab}: {name}"
             series.setdefault(label, t)
+            if name in settings.restricted_vocabularies or name in settings.restricted_models:
+                restricted.add(label)
     if not series:
         reason = "No vocabulary diagnostics configured." if not settings.vocab_diagnostics else "No vocabulary diagnostics found."
         return _placeholder(path, title, reason), used
@@ -235,6 +252,7 @@ def plot_vocab(settings: ReportSettings, root: Path, path: Path) -> tuple[Path, 
                 legend += f" ({t['size']} pieces"
                 cov = t.get("term_coverage")
                 legend += f", {100 * cov:.0f}% terms whole)" if isinstance(cov, (int, float)) else ")"
+            legend = marked(legend, name in restricted)
             ax.bar(np.arange(len(tasks)) + i * width - 0.4 + width / 2, values, width, label=legend, color=f"C{i}")
         ax.set_xticks(range(len(tasks)), tasks, rotation=30, ha="right")
         ax.set_title(f"Pieces per word: {label}")

@@ -137,6 +137,12 @@ class ReportSettings:
     reference: ReferencePaths = field(default_factory=ReferencePaths, metadata={"help": "Published reference tables."})
     pretrain_logs: dict[str, str] = field(default_factory=dict, metadata={"help": "Pretraining train_log.jsonl per model, for the loss, schedule, speed and memory plots."})
     vocab_diagnostics: dict[str, str] = field(default_factory=dict, metadata={"help": "diagnostics.json per vocabulary, for the fragmentation plot."})
+    restricted_models: list[str] = field(
+        default_factory=list, metadata={"help": "Models derived from credentialed data (marked in plot legends)."}
+    )
+    restricted_vocabularies: list[str] = field(
+        default_factory=list, metadata={"help": "Vocabularies learned from credentialed data (marked in plot legends)."}
+    )
 
     def validate(self, where: str) -> None:
         prefix = f"{where}." if where else ""
