@@ -26,7 +26,7 @@ from .. import provenance
 from ..atomic import write_json, write_jsonl, write_yaml
 from ..cli import run
 from ..errors import PipelineError
-from ..tasks.metrics import compute
+from ..tasks.metrics import compute, compute_all, metric_names
 from . import cache, data, heads, tagging
 from .decode import decode
 from .features import MARKERS, Encoding, encode, needs_markers
@@ -94,6 +94,13 @@ def fixed_steps(cfg: FinetuneSettings, path: Path) -> FinetuneSettings:
     )
 
 
+def test_section(scores: dict[str, dict[str, float]]) -> dict[str, Any]:
+    """metrics.json's ``test``: the headline metric's figures (the first), every metric's score
+    under its name, and every metric's full result under ``by_metric``."""
+    headline = next(iter(scores.values()))
+    return {**headline, **{name: r["score"] for name, r in scores.items()}, "by_metric": scores}
+
+
 def device_for(cfg: FinetuneSettings) -> torch.device:
     if cfg.device == "cuda" and not torch.cuda.is_available():
         raise PipelineError("finetune.device: cuda requested but no GPU is visible; use auto or cpu")
@@ -154,11 +161,16 @@ def finetune(settings: RunSettings, model_path: str, task_dir: Path, fold: int, 
              fold, seed, {k: len(v) for k, v in splits.items()}, {k: len(v) for k, v in features.items()},
              device)
 
+    names = metric_names(task.metric)
+
+    def scoring(split: str) -> dict[str, Any]:
+        return {"labels": labels or None, "negative_label": task.negative_label,
+                "ids": [r["id"] for r in splits[split]]}
+
     def score(model, split: str) -> dict[str, float]:
         outputs = predict(model, features[split], task.type, pad_id, cfg, device)
         preds = decode(outputs, features[split], splits[split], enc, cfg.threshold)
-        return compute(task.metric, data.gold(splits[split], task.type), preds,
-                       labels=labels or None, negative_label=task.negative_label)
+        return compute(names[0], data.gold(splits[split], task.type), preds, **scoring(split))
 
     trial, result, chosen_model, grid = choose(
         candidates(cfg), lambda m: score(m, "dev"), features["train"], enc, model_path, task.type,
@@ -168,15 +180,14 @@ def finetune(settings: RunSettings, model_path: str, task_dir: Path, fold: int, 
     outputs = predict(chosen_model, features["test"], task.type, pad_id, trial, device)
     test_preds = decode(outputs, features["test"], splits["test"], enc, trial.threshold)
     test_gold = data.gold(splits["test"], task.type)
-    test = compute(task.metric, test_gold, test_preds, labels=labels or None,
-                   negative_label=task.negative_label)
+    test = test_section(compute_all(names, test_gold, test_preds, **scoring("test")))
     log.info("%s fold %d seed %d: dev %.4f at step %d, test %.4f", task.name, fold, seed,
              result.dev.get("score", float("nan")), result.best_step, test["score"])
 
     restricted = settings.model.restricted or task.restricted
     metrics = {
         "model": settings.model.name, "task": task.name, "fold": fold, "seed": seed,
-        "metric": task.metric, "dev": result.dev, "test": test,
+        "metric": task.metric, "metrics": names, "dev": result.dev, "test": test,
         "best_step": result.best_step, "steps": result.steps, "restricted": restricted,
         "runtime_s": round(time.perf_counter() - started, 3),
         "hyper": {"lr": trial.lr, "batch_size": trial.batch_size},
