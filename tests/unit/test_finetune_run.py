@@ -364,6 +364,10 @@ def test_folds_and_steps_fixed_on_the_selection_fold(tmp_path, bert):
     fold2 = json.loads((tmp_path / "f2" / "metrics.json").read_text())
     assert fold2["fold"] == 2 and fold2["steps"] == fold2["best_step"] == chosen["best_step"]
     assert len(fold2["history"]) == 1 and fold2["hyper"] == chosen["hyper"]
+    # the selection run's schedule, stopped at its chosen step, not one squeezed into those steps
+    assert fold2["schedule_steps"] == chosen["schedule_steps"] > chosen["best_step"]
+    at_choice = next(h["lr"] for h in chosen["history"] if h["step"] == chosen["best_step"])
+    assert fold2["history"][0]["lr"] == pytest.approx(at_choice) and at_choice > 0
     record = json.loads((tmp_path / "f2" / "provenance.json").read_text())
     assert record["inputs"]["selection"]["path"].endswith("f0/metrics.json")
     with pytest.raises(PipelineError, match="--fold 3: task toy-relation has folds 0..2"):
