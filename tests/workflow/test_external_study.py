@@ -59,7 +59,7 @@ def test_real_checkpoint_directory_loads_as_an_uncased_wordpiece_bert():
 
 def test_one_external_checkpoint_on_one_local_task_runs_the_default_target(tmp_path):
     study = write_study(tmp_path)
-    result = run_demo(study, "--configfile", str(study / "config.yaml"))
+    result = run_demo(study)
     assert result.returncode == 0, result.stderr[-4000:]
     tables = study / "results" / "tables"
     with open(tables / "medians.csv", newline="", encoding="utf-8") as fh:
@@ -71,14 +71,14 @@ def test_one_external_checkpoint_on_one_local_task_runs_the_default_target(tmp_p
     assert (tables / "scores.png").is_file()
     # nothing of corpora, vocabularies or pretraining was planned
     assert not (tables / "corpora.csv").exists() and not (tables / "heldout_mlm.csv").exists()
-    again = run_demo(study, "--configfile", str(study / "config.yaml"), "-n")
+    again = run_demo(study, "-n")
     assert "Nothing to be done" in again.stdout + again.stderr
 
 
 @pytest.mark.parametrize("models, tasks", [(True, False), (False, True)])
 def test_a_study_without_tasks_or_without_models_plans_its_default_target(tmp_path, models, tasks):
     study = write_study(tmp_path, models=models, tasks=tasks)
-    result = run_demo(study, "--configfile", str(study / "config.yaml"), "-n")
+    result = run_demo(study, "-n")
     assert result.returncode == 0, result.stderr[-3000:]
     jobs = planned_jobs(result.stdout)
     assert "plots" in jobs and not {"corpus_table", "heldout_table", "tables", "finetune"} & set(jobs)
