@@ -29,7 +29,7 @@ from .aggregate import (Cell, SummaryRow, blurb_scores, build_cells, compare, le
                         primary_view)
 from .groups import GROUPS
 from .metrics import RunResult, load_runs
-from .reference import BLURB_TASKS, LEWIS_TASKS, ReferenceTable, read_reference
+from .reference import BLURB_SCORE_ROW, BLURB_TASKS, LEWIS_TASKS, ReferenceTable, read_reference
 from .render import INCOMPLETE, NO_VALUE, RESTRICTED
 from .settings import ReportSettings, RunEntry, load, parse_args
 
@@ -200,7 +200,7 @@ def summary_table(
            for m in models]
         for n in tasks
     ]
-    display += [[(n, ""), (f"mean of per-task {stat}s", "")]
+    display += [[(n, ""), ("mean of the type means" if n == BLURB_SCORE_ROW else f"mean of per-task {stat}s", "")]
                 + [_row_display(summaries["rows"][m][n], digits) for m in models] for n in names]
     header_row = [row_header or label.capitalize(), "Metric, statistic"] + [settings.models[m].display for m in models]
     notes = _published_note(settings, bench)
