@@ -250,7 +250,8 @@ LABELS = {
 }
 
 # Metrics scoring the same predictions: a run computes the whole family of its task's metrics.
-FAMILIES = (("entity_f1", "entity_f1_strict"), ("label_micro_f1", "example_f1", "label_macro_f1"))
+HOC_METRICS = ("label_micro_f1", "example_f1", "label_macro_f1")
+FAMILIES = (("entity_f1", "entity_f1_strict"), HOC_METRICS)
 TaskMetric = Union[str, Mapping[str, str]]
 
 
@@ -303,7 +304,7 @@ def compute(metric: str, gold: list, pred: list, *, labels=None, negative_label=
     kwargs = {"labels": labels}
     if negative_label is not None:
         kwargs["negative_label"] = negative_label
-    if ids is not None and fn in (label_macro_f1, label_micro_f1, example_f1):
+    if ids is not None and metric in HOC_METRICS:
         kwargs["ids"] = ids
     return fn(gold, pred, **kwargs)
 
