@@ -18,10 +18,11 @@ include: "rules/report.smk"
 include: "rules/targets.smk"
 
 
+# A study without corpora, tasks or distilled models has no such tables to write.
 rule all:
     default_target: True
     input:
-        TABLES,
-        CORPUS_TABLES,
+        TABLES if TASKS and EVALUATED else [],
+        CORPUS_TABLES if CORPORA else [],
         PLOTS,
-        HELDOUT_TABLES,
+        HELDOUT_TABLES if HELDOUT_MODELS else [],

@@ -213,7 +213,7 @@ def all_run_metrics():
 
 
 def selection_run(wildcards):
-    """GAD/EU-ADR: the other folds train as many steps as chosen on the selection fold."""
+    """GAD/EU-ADR: the other folds replay the schedule chosen on the selection fold (same seed)."""
     spec = STUDY.resolved_tasks[wildcards.task].spec
     if spec.selection_fold is None or int(wildcards.fold) == spec.selection_fold:
         return []

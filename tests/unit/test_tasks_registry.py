@@ -10,6 +10,7 @@ import yaml
 from workflow_scripts.config.typed import parse
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.finetune.settings import FinetuneSettings
+from workflow_scripts.tasks.metrics import metric_for, metric_names
 from workflow_scripts.tasks.registry import load_registry, resolve
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,3 +114,14 @@ def test_demo_task_entries_resolve_and_match_the_committed_files():
         for file, source in entry["source"]["files"].items():
             data = (ROOT / "demo" / source["url"]).read_bytes()
             assert hashlib.sha256(data).hexdigest() == source["sha256"], f"{name}/{file}"
+
+
+def test_blue_and_blurb_variants_of_hoc_each_name_their_benchmark_metric():
+    lewis_only = resolve("hoc", {"benchmarks": ["lewis"]})
+    assert metric_for(lewis_only.metric, "lewis") == "example_f1"
+    entry = {**load_registry()["hoc"], "metric": "label_micro_f1", "benchmarks": ["blurb"],
+             "reference": {"blurb": "HoC"}}
+    blurb = resolve("hoc-variant", entry)
+    assert metric_names(blurb.metric) == ["label_micro_f1", "example_f1", "label_macro_f1"]
+    with pytest.raises(PipelineError, match="tasks.hoc.metric: the task counts towards blurb but names no metric"):
+        resolve("hoc", {"metric": {"blurb": None}})  # a null removes the registry's key

@@ -9,13 +9,14 @@ refers to (vocabulary, corpus, teacher, initial checkpoint) exists.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, Union
 
 from ..corpus.settings import CleanSettings
 from ..distill.settings import DistillSettings
 from ..errors import PipelineError
 from ..finetune.settings import FinetuneSettings
 from ..pretrain.settings import PretrainSettings
+from ..report.settings import Statistic, Statistics
 from ..tasks import registry
 from ..tasks.spec import TaskSpec
 from ..vocab.settings import VocabSettings
@@ -163,7 +164,11 @@ class ModelEntry:
 
 @dataclass
 class Aggregation:
-    statistic: Literal["median", "mean"] = _help("Statistic over seeds (and folds) per table cell.", default="median")
+    statistic: Union[Statistic, Statistics] = _help(
+        "Statistic over seeds per benchmark's tables (folded tasks: per fold over seeds, then over the "
+        "reported folds): a mapping {lewis, blurb, other}, or one statistic for every table.",
+        default_factory=Statistics,
+    )
     bootstrap_samples: int = _help("Bootstrap resamples for each cell's confidence interval.", default=1000)
     confidence: float = _help("Confidence level of the bootstrap interval.", default=0.95)
     bootstrap_seed: int = _help("Seed of the bootstrap.", default=0)

@@ -25,11 +25,14 @@ import numpy as np  # noqa: E402
 from .. import provenance  # noqa: E402
 from ..atomic import atomic_file  # noqa: E402
 from ..cli import run  # noqa: E402
+from ..config.typed import to_dict  # noqa: E402
 from ..errors import PipelineError  # noqa: E402
+from ..tasks.metrics import LABELS  # noqa: E402
+from .aggregate import primary_view  # noqa: E402
 from .metrics import RunResult, load_runs  # noqa: E402
 from .render import LEGEND, RESTRICTED, marked  # noqa: E402
 from .settings import ReportSettings, load, parse_args  # noqa: E402
-from .stats import STATISTICS  # noqa: E402
+from .stats import summarise  # noqa: E402
 
 log = logging.getLogger(__name__)
 FIGURES = ("scores.png", "pretrain_loss.png", "pretrain_speed.png", "vocab_fragmentation.png")
@@ -66,44 +69,49 @@ def _placeholder(path: Path, title: str, reason: str) -> Path:
 
 
 def plot_scores(settings: ReportSettings, results: list[RunResult], path: Path) -> Path:
-    """One panel per task: every run's test score per model, and the statistic as a line."""
+    """One panel per task: every run's test score per model, and the statistic as a line; each
+    task in the metric and statistic of its main table (Lewis et al.'s where it is in both)."""
     title = "Test scores over seeds"
     if not results:
         return _placeholder(path, title, "No fine-tuning results yet: no metrics.json of the listed runs exists.")
-    by_cell: dict[tuple[str, str], list[float]] = defaultdict(list)
+    by_cell: dict[tuple[str, str], list[RunResult]] = defaultdict(list)
     for r in results:
         if r.fold in settings.tasks[r.task].evaluation_folds():
-            by_cell[(r.model, r.task)].append(100.0 * r.test)
+            by_cell[(r.model, r.task)].append(r)
     tasks = [t for t in settings.tasks if any((m, t) in by_cell for m in settings.models)]
     models = list(settings.models)
     cols = min(3, len(tasks))
     rows = -(-len(tasks) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), squeeze=False)
     rng = np.random.default_rng(0)
-    stat = STATISTICS[settings.aggregation.statistic]
     shown: list[str] = []
     for ax, task in zip(axes.flat, tasks):
         t = settings.tasks[task]
+        view = primary_view(t)
+        metric, stat = t.metric_of(view), settings.aggregation.statistic_of(view)
+        values = []
         for i, model in enumerate(models):
-            scores = by_cell.get((model, task), [])
-            if not scores:
+            runs = by_cell.get((model, task), [])
+            if not runs:
                 continue
-            ax.hlines(stat(scores), i - 0.3, i + 0.3, color=f"C{i}", linewidth=2.5)
+            scores = [100.0 * r.scores[metric] for r in runs]
+            values += scores
+            ax.hlines(summarise(scores, stat, [r.fold for r in runs]).value, i - 0.3, i + 0.3, color=f"C{i}",
+                      linewidth=2.5)
             ax.scatter(i + rng.uniform(-0.15, 0.15, len(scores)), scores, color=f"C{i}", s=14, zorder=3)
         # a run marked without its task being so was trained on credentialed data
         restricted = {r.model for r in results if r.task == task and r.restricted and not t.restricted}
         labels = [marked(settings.models[m].display, settings.models[m].restricted or m in restricted) for m in models]
         ax.set_xticks(range(len(models)), labels, rotation=30, ha="right")
-        ax.set_title(marked(t.display, t.restricted))
-        shown += [*labels, ax.get_title()]
-        ax.set_ylabel(f"{t.metric} x100")
-        values = [v for m in models for v in by_cell.get((m, task), [])]
+        shown += [*labels, marked(t.display, t.restricted)]
+        ax.set_title(f"{shown[-1]}\n{view}: line = {stat}", fontsize=9)
+        ax.set_ylabel(f"{LABELS.get(metric, metric)} x100", fontsize=8)
         pad = max(1.0, 0.15 * (max(values) - min(values)))
         ax.set_xlim(-0.6, len(models) - 0.4)
         ax.set_ylim(min(values) - pad, max(values) + pad)
     for ax in list(axes.flat)[len(tasks):]:
         ax.axis("off")
-    fig.suptitle(footnoted(f"{title}: dots are runs, lines the {settings.aggregation.statistic}", shown))
+    fig.suptitle(footnoted(f"{title}: dots are runs, lines the statistic of the task's benchmark", shown))
     fig.tight_layout()
     return _save(fig, path)
 
@@ -282,7 +290,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "pretrain_logs": [str(p) for p in logs],
             "vocab_diagnostics": [str(p) for p in diagnostics],
         },
-        params={"statistic": settings.aggregation.statistic},
+        params={"statistic": to_dict(settings.aggregation.statistic)},
         outputs=[scores, loss, speed, vocab],
         started=started,
         path=out / "plots.provenance.json",

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, Union
 
 from ..errors import PipelineError
 
 TASK_TYPES = ("ner", "pico", "relation", "similarity", "doc_classification", "qa", "nli")
 SPLITS = ("train", "dev", "test")
+BENCHMARKS = ("lewis", "blurb")
 
 
 @dataclass
@@ -67,8 +68,12 @@ class TaskSpec:
             "help": 'train/dev/test -> file in the raw dir (may contain "{fold}" or point into an archive)'
         }
     )
-    metric: str = field(
-        metadata={"help": "metric name known to workflow_scripts.tasks.metrics.compute"}
+    metric: Union[str, dict[str, str]] = field(
+        metadata={
+            "help": "metric name known to workflow_scripts.tasks.metrics.compute, or one per "
+            "benchmark ({lewis: example_f1, blurb: label_micro_f1}); dev selection maximises the "
+            "first benchmark's (lewis, then blurb)"
+        }
     )
     benchmarks: list[str] = field(
         default_factory=list, metadata={"help": 'benchmarks using the task: "lewis", "blurb"'}
@@ -146,8 +151,8 @@ class TaskSpec:
             )
         if any(k.endswith("_mentions") for k in self.expected_counts) and self.type != "ner":
             raise PipelineError(f"{where}.expected_counts: <split>_mentions applies to NER tasks only")
-        bad = sorted(set(self.benchmarks) - {"lewis", "blurb"})
+        bad = sorted(set(self.benchmarks) - set(BENCHMARKS))
         if bad:
-            raise PipelineError(f"{where}.benchmarks: unknown benchmark {bad[0]!r} (lewis, blurb)")
+            raise PipelineError(f"{where}.benchmarks: unknown benchmark {bad[0]!r} ({', '.join(BENCHMARKS)})")
         if self.max_length < 8:
             raise PipelineError(f"{where}.max_length: {self.max_length} is too short (at least 8)")
