@@ -99,7 +99,15 @@ class TaskSpec:
         default_factory=dict,
         metadata={
             "help": "split -> number of examples (NER also <split>_mentions -> entity mentions); "
-            "a mismatch stops the run"
+            "see expected_counts_checked for what a mismatch does"
+        },
+    )
+    expected_counts_checked: bool = field(
+        default=False,
+        metadata={
+            "help": "true: expected_counts were counted in the real release files, so a mismatch "
+            "stops the run; false: they come from a paper's table, so a mismatch warns, the real "
+            "counts go into the data card and provenance, and the run goes on"
         },
     )
     hyper: dict[str, Any] = field(

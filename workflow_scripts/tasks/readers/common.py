@@ -74,3 +74,25 @@ def header_columns(fields: list[str], required: tuple[str, ...]) -> Optional[dic
     if all(r in cols for r in required):
         return {c: i for i, c in enumerate(cols)}
     return None
+
+
+def dummify(line: str, a: dict, b: dict) -> tuple[str, list[dict]]:
+    """Replace two entities (``start``, ``end``, ``type``) of ``line`` by @TYPE$ placeholders
+    (overlapping ones by one @TYPE1-TYPE2$, as BLUE does); return the text and the
+    placeholders' spans in it."""
+    first, second = sorted((a, b), key=lambda c: (c["start"], c["end"]))
+    if second["start"] < first["end"]:
+        kind = f"{a['type'].upper()}-{b['type'].upper()}"
+        start, end = first["start"], max(first["end"], second["end"])
+        text = f"{line[:start]}@{kind}$"
+        return text + line[end:], [{"start": start, "end": len(text), "type": kind}]
+    pieces, entities, last = [], [], 0
+    for c in (first, second):
+        pieces.append(line[last:c["start"]])
+        at = sum(len(p) for p in pieces)
+        placeholder = f"@{c['type'].upper()}$"
+        pieces.append(placeholder)
+        entities.append({"start": at, "end": at + len(placeholder), "type": c["type"].upper()})
+        last = c["end"]
+    pieces.append(line[last:])
+    return "".join(pieces), entities

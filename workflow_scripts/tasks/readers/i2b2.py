@@ -9,7 +9,7 @@ from typing import Iterator, Optional
 
 from ...errors import PipelineError
 from ..spec import TaskSpec
-from .common import Record, check_label, numbered_lines, read_text
+from .common import Record, check_label, dummify, numbered_lines, read_text
 
 
 def _words_with_tags(line: str, char_tags: list[str]) -> tuple[list[str], list[str]]:
@@ -203,27 +203,6 @@ def read_i2b2_concepts(path: Path, spec: TaskSpec, *, name: str, selector: Optio
 _RELATION_PAIRS = {frozenset({"problem", "treatment"}), frozenset({"problem", "test"}), frozenset({"problem"})}
 
 
-def _dummify(line: str, a: dict, b: dict) -> tuple[str, list[dict]]:
-    """Replace two concepts by @TYPE$ placeholders (overlapping ones by one @TYPE1-TYPE2$, as
-    BLUE does); return the text and the placeholders' spans in it."""
-    first, second = sorted((a, b), key=lambda c: (c["start"], c["end"]))
-    if second["start"] < first["end"]:
-        kind = f"{a['type'].upper()}-{b['type'].upper()}"
-        start, end = first["start"], max(first["end"], second["end"])
-        text = f"{line[:start]}@{kind}$"
-        return text + line[end:], [{"start": start, "end": len(text), "type": kind}]
-    pieces, entities, last = [], [], 0
-    for c in (first, second):
-        pieces.append(line[last:c["start"]])
-        at = sum(len(p) for p in pieces)
-        placeholder = f"@{c['type'].upper()}$"
-        pieces.append(placeholder)
-        entities.append({"start": at, "end": at + len(placeholder), "type": c["type"].upper()})
-        last = c["end"]
-    pieces.append(line[last:])
-    return "".join(pieces), entities
-
-
 def _can_relate(a: dict, b: dict, all_pairs: bool) -> bool:
     return all_pairs or frozenset({a["type"], b["type"]}) in _RELATION_PAIRS
 
@@ -294,7 +273,7 @@ def read_i2b2_relations(path: Path, spec: TaskSpec, *, name: str, selector: Opti
                 b = cons[j]
                 if a["line"] != b["line"] or not _can_relate(a, b, all_pairs):
                     continue
-                text, entities = _dummify(doc.lines[a["line"] - 1], a, b)
+                text, entities = dummify(doc.lines[a["line"] - 1], a, b)
                 found = labels.get(frozenset({i, j})) or [check_label(negative, spec, f"tasks.{spec.name}.negative_label")]
                 for k, label in enumerate(found, start=1):
                     suffix = f"~{k}" if k > 1 else ""
