@@ -148,7 +148,9 @@ _CONCEPT = re.compile(rf'^{_SPAN}\|\|t="([^"]+)"$')
 _RELATION = re.compile(rf'^{_SPAN}\|\|r="([^"]+)"\|\|{_SPAN}$')
 
 
-def _annotations(path: Path, shown: str, pattern: "re.Pattern[str]", expected: str) -> Iterator[tuple[str, "re.Match[str]"]]:
+def _annotations(
+    path: Path, shown: str, pattern: "re.Pattern[str]", expected: str
+) -> Iterator[tuple[str, "re.Match[str]"]]:
     """(file:line, match) of each non-blank line of an i2b2 annotation file."""
     for number, line in numbered_lines(path, shown):
         if not line.strip():
@@ -274,7 +276,8 @@ def read_i2b2_relations(path: Path, spec: TaskSpec, *, name: str, selector: Opti
                 if a["line"] != b["line"] or not _can_relate(a, b, all_pairs):
                     continue
                 text, entities = dummify(doc.lines[a["line"] - 1], a, b)
-                found = labels.get(frozenset({i, j})) or [check_label(negative, spec, f"tasks.{spec.name}.negative_label")]
+                where = f"tasks.{spec.name}.negative_label"
+                found = labels.get(frozenset({i, j})) or [check_label(negative, spec, where)]
                 for k, label in enumerate(found, start=1):
                     suffix = f"~{k}" if k > 1 else ""
                     records.append({
