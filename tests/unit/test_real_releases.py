@@ -29,6 +29,12 @@ pytestmark = pytest.mark.skipif(not HAVE, reason="REAL_DATA_DIR is not set to a 
 MANIFEST = json.loads((REAL / "MANIFEST.json").read_text())["tasks"] if HAVE else {}
 
 
+def needs(task: str) -> None:
+    """Skip a check whose task the folder does not hold (a user's own downloads may be fewer)."""
+    if task not in MANIFEST:
+        pytest.skip(f"{task} is not in {REAL / 'MANIFEST.json'}")
+
+
 def spec_of(task: str, overrides: dict | None = None) -> TaskSpec:
     entry = deep_merge(load_registry()[task], overrides or {})
     return parse(TaskSpec, dict(entry, name=task), f"tasks.{task}")
@@ -62,6 +68,7 @@ NER = {
 
 @pytest.mark.parametrize("task", sorted(NER))
 def test_ner_releases_parse_and_prepare_with_the_registry_counts(task, tmp_path):
+    needs(task)
     spec = spec_of(task)
     assert spec.expected_counts_checked
     found = {}
@@ -78,11 +85,12 @@ def test_ner_releases_parse_and_prepare_with_the_registry_counts(task, tmp_path)
 
 
 def test_species_800_prefix_parses():
+    needs("species-800")
     spec = spec_of("species-800")
     path = REAL / "species-800" / "datasets" / "NER" / "s800" / "test.tsv"
     records = get_reader(spec.format)(path, spec, name="s800/test.tsv")
     sentences, mentions = conll_counts(path)
-    assert len(records) == sentences == 150
+    assert len(records) == sentences
     assert sum(t == "B-Species" for r in records for t in r["tags"]) == mentions > 0
 
 
@@ -93,6 +101,7 @@ def hoc_documents(path: Path) -> int:
 
 
 def test_hoc_blue_release_parses_and_prepares(tmp_path):
+    needs("hoc")
     folder = REAL / "hoc" / "bert_data" / "hoc"
     counts = {split: hoc_documents(folder / f"{split}.tsv") for split in ("train", "dev", "test")}
     overrides = {"splits": {s: f"bert_data/hoc/{s}.tsv" for s in counts}}
@@ -106,6 +115,7 @@ def test_hoc_blue_release_parses_and_prepares(tmp_path):
 
 
 def test_biosses_blue_tsvs_parse_with_their_quoted_sentences(tmp_path):
+    needs("biosses")
     spec = spec_of("biosses", {"splits": {s: f"{s}.tsv" for s in ("train", "dev", "test")}, "expected_counts": None})
     for split in ("train", "dev", "test"):
         frame = pd.read_csv(REAL / "biosses" / f"{split}.tsv", sep="\t", index_col=0)
@@ -125,6 +135,7 @@ def gad_rows(path: Path) -> int:
 
 
 def test_gad_fold_one_as_lewis_and_as_blurb(tmp_path):
+    needs("gad")
     fold = REAL / "gad" / "datasets" / "RE" / "GAD" / "1"
     train, test = gad_rows(fold / "train.tsv"), gad_rows(fold / "test.tsv")
     lewis = spec_of("gad", {
@@ -142,6 +153,7 @@ def test_gad_fold_one_as_lewis_and_as_blurb(tmp_path):
 
 
 def test_pubmedqa_release_prepares_with_the_registry_counts(tmp_path):
+    needs("pubmedqa")
     questions = json.loads((REAL / "pubmedqa" / "ori_pqal.json").read_text())
     test_ids = json.loads((REAL / "pubmedqa" / "test_ground_truth.json").read_text())
     card = prepare(spec_of("pubmedqa"), REAL / "pubmedqa", tmp_path / "pubmedqa")
@@ -168,13 +180,15 @@ def test_pinned_checksums_are_those_of_the_real_files():
             if url in urls and info["complete"]:
                 assert urls[url][2] == info["sha256"], f"{urls[url][0]}: {urls[url][1]}"
                 pinned += 1
-    assert pinned == 11
+    if "ncbi-disease" in MANIFEST:  # shared/real-data: the NCBI, BC5CDR and PubMedQA files
+        assert pinned == 11
 
 
 def test_every_real_task_file_is_exercised():
+    """A file added to the folder without a check here fails, rather than passing unread."""
     covered = {f"{task}/{file}" for task, files in NER.items() for file in files.values()} | {
         "species-800/datasets/NER/s800/test.tsv", "gad/datasets/RE/GAD/1/train.tsv", "gad/datasets/RE/GAD/1/test.tsv",
         "pubmedqa/ori_pqal.json", "pubmedqa/test_ground_truth.json",
     } | {f"hoc/bert_data/hoc/{s}.tsv" for s in ("train", "dev", "test")} | {
         f"biosses/{s}.tsv" for s in ("train", "dev", "test")}
-    assert {f"{task}/{file}" for task, meta in MANIFEST.items() for file in meta["files"]} == covered
+    assert {f"{task}/{file}" for task, meta in MANIFEST.items() for file in meta["files"]} <= covered
