@@ -18,6 +18,7 @@ from workflow_scripts.errors import PipelineError
 from workflow_scripts.tasks import subsets
 from workflow_scripts.tasks.prepare import prepare
 from workflow_scripts.tasks.readers import get_reader
+from workflow_scripts.tasks.readers.corpora import split_sentences
 from workflow_scripts.tasks.registry import deep_merge, load_registry
 from workflow_scripts.tasks.spec import TaskSpec
 
@@ -185,3 +186,31 @@ def test_ddi_pair_naming_a_missing_entity(tmp_path):
                    '<pair ddi="false" e1="d.s0.e0" e2="d.s0.e9" id="d.s0.p0"/></sentence></document>')
     with pytest.raises(PipelineError, match="d.xml: pair d.s0.p0 names an entity the sentence does not have"):
         get_reader("ddi_xml")(doc, registry_spec("ddi-blurb"), name="d.xml")
+
+
+def test_chemprot_blurb_pairs_every_chemical_with_every_gene_of_a_sentence(tmp_path):
+    corpus = FIXTURES / "chemprot_corpus" / "ChemProt_Corpus"
+    inner = tmp_path / "ChemProt_Corpus"
+    inner.mkdir()
+    for folder in sorted(p for p in corpus.iterdir() if p.is_dir()):
+        zip_dir(folder, inner / f"{folder.name}.zip")
+    raw = tmp_path / "raw"
+    raw.mkdir()
+    zip_dir(inner, raw / "ChemProt_Corpus.zip")  # the corpus ships its three folders as zips in a zip
+    prepare(registry_spec("chemprot-blurb"), raw, tmp_path / "out")
+    train, dev, test = (jsonl(tmp_path / "out" / f"{s}.jsonl") for s in ("train", "dev", "test"))
+    assert [(r["id"], r["label"]) for r in train] == [
+        ("10047461.T1.T2", "CPR:4"), ("10047461.T3.T4", "CPR:4"), ("10047461.T3.T5", "false"),
+        ("10047461.T7.T8", "CPR:3")]
+    assert train[0]["text"] == "@CHEMICAL$ inhibits @GENE$ in platelets."
+    assert train[1]["text"] == "@CHEMICAL$, e.g. in high doses, also blocks @GENE$ and COX-1."
+    assert [(r["text"], r["label"]) for r in dev] == [
+        ("@CHEMICAL-GENE$ signalling.", "false"), ("@CHEMICAL$ blocks the @GENE$.", "CPR:6")]
+    assert [(r["id"], r["text"], r["label"]) for r in test] == [
+        ("22222222.T1.T2", "@GENE$ metabolises @CHEMICAL$.", "CPR:9")]
+
+
+def test_sentences_end_at_the_title_and_full_stops_but_not_abbreviations_or_initials():
+    text = "A title\tIt rose (p < 0.05). Dr. J. Smith et al. saw it, e.g. twice. Was it 2.5 times? Yes."
+    assert split_sentences(text) == [
+        "A title", "It rose (p < 0.05).", "Dr. J. Smith et al. saw it, e.g. twice.", "Was it 2.5 times?", "Yes."]

@@ -5,7 +5,8 @@ Usage: python -m workflow_scripts.tasks.prepare --settings S.yaml --raw results/
 
 A split path in the task spec is a file or folder under the raw directory. It may
 - point inside an archive: ``datasets.tar.gz/datasets/NER/BC2GM/train.tsv`` (.zip, .tar,
-  .tar.gz, .tgz; only the named member, or folder, is extracted to a temporary folder);
+  .tar.gz, .tgz; only the named member, or folder, is extracted to a temporary folder), or
+  inside an archive in an archive (``ChemProt_Corpus.zip/ChemProt_Corpus/chemprot_training.zip/...``);
 - name a fold: ``{fold}`` is replaced by 0..folds-1, ``{fold1}`` by 1..folds;
 - carry a reader selector after ``#`` (``ebm_nlp_2_00.tar.gz/ebm_nlp_2_00#train``);
 - join several sources with ``+`` (``7B1_golden.json+7B2_golden.json``);
@@ -113,17 +114,22 @@ class RawFiles:
         if not parts or Path(rel).is_absolute() or ".." in parts:
             raise PipelineError(f"tasks.{self.spec.name}.splits: {rel!r} must be a relative path in the raw dir")
         current = self._source(parts[0])
-        for i in range(1, len(parts)):
+        i = 1
+        while i < len(parts):
             if current.is_file() and _is_archive(current.name):
-                member = "/".join(parts[i:])
+                # The member runs to the end, or to an archive inside it (ChemProt's zips in a zip).
+                end = next((k for k in range(i, len(parts) - 1) if _is_archive(parts[k])), len(parts) - 1)
+                member = "/".join(parts[i:end + 1])
                 current = self._unpack(current, member, "/".join(parts[:i])) / member
-                break
+                i = end + 1
+                continue
             current = current / parts[i]
             if not current.exists():
                 raise PipelineError(
                     f"task {self.spec.name}: {'/'.join(parts[: i + 1])} not found "
                     f"(split path {rel!r}); check the registry's splits against the release"
                 )
+            i += 1
         return current, rel
 
     def _unpack(self, archive: Path, member: str, shown: str) -> Path:

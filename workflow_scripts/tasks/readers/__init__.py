@@ -12,16 +12,16 @@ from __future__ import annotations
 from ...errors import PipelineError
 from .common import Reader, Record
 from .conll import read_conll, read_conll_untyped, read_ebm_nlp
-from .corpora import read_ddi_xml, read_hoc_corpus
+from .corpora import read_chemprot_corpus, read_ddi_xml, read_hoc_corpus
 from .i2b2 import read_i2b2_concepts, read_i2b2_relations, read_i2b2_xml
 from .json_formats import read_bioasq, read_mednli, read_pubmedqa
 from .tsv import read_biobert_tsv, read_biosses, read_blue_tsv, read_hoc
 
 __all__ = [
     "READERS", "Reader", "Record", "get_reader", "read_bioasq", "read_biobert_tsv", "read_biosses",
-    "read_blue_tsv", "read_conll", "read_conll_untyped", "read_ddi_xml", "read_ebm_nlp", "read_hoc",
-    "read_hoc_corpus", "read_i2b2_concepts", "read_i2b2_relations", "read_i2b2_xml", "read_mednli",
-    "read_pubmedqa",
+    "read_blue_tsv", "read_chemprot_corpus", "read_conll", "read_conll_untyped", "read_ddi_xml",
+    "read_ebm_nlp", "read_hoc", "read_hoc_corpus", "read_i2b2_concepts", "read_i2b2_relations",
+    "read_i2b2_xml", "read_mednli", "read_pubmedqa",
 ]
 
 READERS: dict[str, Reader] = {
@@ -36,6 +36,7 @@ READERS: dict[str, Reader] = {
     "hoc": read_hoc,
     "hoc_corpus": read_hoc_corpus,
     "ddi_xml": read_ddi_xml,
+    "chemprot_corpus": read_chemprot_corpus,
     "biosses": read_biosses,
     "pubmedqa": read_pubmedqa,
     "bioasq": read_bioasq,

@@ -1,6 +1,6 @@
-"""The original corpora BLURB builds its own HoC and DDI splits from (its data generation's
-``preprocessor.py``); which documents go to which split is chosen by BLURB's index files
-(``index:`` split paths, see ``subsets.py``)."""
+"""The original corpora BLURB builds its own HoC, DDI and ChemProt splits from (its data
+generation's ``preprocessor.py``). BLURB's index files choose the HoC and DDI documents of each
+split (``index:`` split paths, see ``subsets.py``); ChemProt keeps the corpus's own folders."""
 
 from __future__ import annotations
 
@@ -105,4 +105,89 @@ def read_ddi_xml(path: Path, spec: TaskSpec, *, name: str, selector: Optional[st
                     "id": f"{rel}:{pair.get('id')}", "text": masked,
                     "label": check_label(f"DDI-{kind}", spec, where), "entities": entities,
                 })
+    return records
+
+
+# Words after which a full stop does not end a sentence. BLURB's builder splits with NLTK's
+# Punkt model, which learned its abbreviations from text; ours are fixed (see README).
+_ABBREVIATIONS = {"al", "approx", "ca", "cf", "dr", "e.g", "eq", "etc", "fig", "figs", "i.e", "no", "ref", "resp", "vs"}
+_SENTENCE_END = re.compile(r"[.!?][\"')\]]*(?=\s+[\"'(\[]?[A-Z0-9])")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of a title and abstract: the tab between them ends one, and so does . ! or ?
+    before white space and a capital or digit, unless it ends an abbreviation or an initial."""
+    sentences = []
+    for part in text.split("\t"):
+        start = 0
+        for m in _SENTENCE_END.finditer(part):
+            before = part[start:m.start()].split()
+            word = before[-1].lower() if before else ""
+            if part[m.start()] == "." and (word in _ABBREVIATIONS or len(word) == 1):
+                continue
+            sentences.append(part[start:m.end()].strip())
+            start = m.end()
+        sentences.append(part[start:].strip())
+    return [s for s in sentences if s]
+
+
+def _chemprot_file(path: Path, name: str, kind: str) -> tuple[Path, str]:
+    found = sorted(path.glob(f"*_{kind}*.tsv"))
+    if len(found) != 1:
+        raise PipelineError(f"{name}: expected one *_{kind}*.tsv file, found {len(found)}")
+    return found[0], f"{name}/{found[0].name}"
+
+
+def _chemprot_rows(path: Path, name: str, kind: str, columns: int) -> list[tuple[str, list[str]]]:
+    file, shown = _chemprot_file(path, name, kind)
+    rows = []
+    for number, line in numbered_lines(file, shown):
+        fields = line.split("\t")
+        if not line.strip():
+            continue
+        if len(fields) < columns:
+            raise PipelineError(f"{shown}:{number}: expected {columns} tab-separated columns, got {len(fields)}")
+        rows.append((f"{shown}:{number}", fields))
+    return rows
+
+
+def read_chemprot_corpus(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None) -> list[Record]:
+    """One folder of the BioCreative VI ChemProt corpus (``chemprot_training``, ...):
+    ``*_abstracts*.tsv`` (PMID, title, abstract), ``*_entities*.tsv`` (PMID, T<n>, CHEMICAL or
+    GENE-Y/GENE-N, start, end, text; offsets into title<TAB>abstract) and ``*_relations*.tsv``
+    (PMID, CPR:<k>, Y/N, type, Arg1:T<n>, Arg2:T<m>). As BLURB builds it: every chemical-gene
+    pair inside one sentence is an example, labelled with its CPR group when that is one of
+    the task's labels, else the negative label; both mentions are masked (@CHEMICAL$, @GENE$)."""
+    negative = spec.negative_label or "false"
+    relations: dict[tuple[str, str, str], str] = {}
+    for where, f in _chemprot_rows(path, name, "relations", 6):
+        label = f[1].strip() if f[1].strip() in spec.labels else negative
+        relations[(f[0], f[4].split(":", 1)[-1], f[5].split(":", 1)[-1])] = label
+    entities: dict[str, list[dict]] = {}
+    for where, f in _chemprot_rows(path, name, "entities", 6):
+        try:
+            start, end = int(f[3]), int(f[4])
+        except ValueError:
+            raise PipelineError(f"{where}: offsets {f[3]!r}-{f[4]!r} are not numbers") from None
+        kind = "chemical" if "CHEM" in f[2] else "gene"
+        entities.setdefault(f[0], []).append({"id": f[1], "type": kind, "start": start, "end": end})
+    records = []
+    for where, f in _chemprot_rows(path, name, "abstracts", 2):
+        pmid, text = f[0], "\t".join(f[1:])
+        offset = 0
+        for sentence in split_sentences(text):
+            begin = text.find(sentence, offset)
+            offset = begin + len(sentence)
+            inside = [e for e in entities.get(pmid, []) if e["start"] >= begin and e["end"] <= offset]
+            for chem in (e for e in inside if e["type"] == "chemical"):
+                for gene in (e for e in inside if e["type"] == "gene"):
+                    first, second = sorted((chem, gene), key=lambda e: e["start"])
+                    label = relations.get((pmid, first["id"], second["id"])) or relations.get(
+                        (pmid, second["id"], first["id"]), negative)
+                    local = [{**e, "start": e["start"] - begin, "end": e["end"] - begin} for e in (first, second)]
+                    masked, spans = dummify(sentence, *local)
+                    records.append({
+                        "id": f"{pmid}.{first['id']}.{second['id']}", "text": masked,
+                        "label": check_label(label, spec, where), "entities": spans,
+                    })
     return records
