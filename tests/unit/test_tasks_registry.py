@@ -104,6 +104,8 @@ def test_bad_values_name_the_key():
         resolve("hoc", {"type": "classification"})
     with pytest.raises(PipelineError, match=r"tasks.gad.selection_fold: 10 is not one of the task's 10 folds"):
         resolve("gad", {"selection_fold": 10})
+    with pytest.raises(PipelineError, match=r"tasks.gad.expected_counts_checked: true, but the task has no expected"):
+        resolve("gad", {"expected_counts_checked": True})
 
 
 def test_demo_task_entries_resolve_and_match_the_committed_files():

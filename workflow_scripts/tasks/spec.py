@@ -152,6 +152,8 @@ class TaskSpec:
                 f"{where}.expected_counts: unknown key {bad[0]!r} (a split, or <split>_mentions for "
                 "entity mentions of an NER task)"
             )
+        if self.expected_counts_checked and not self.expected_counts:
+            raise PipelineError(f"{where}.expected_counts_checked: true, but the task has no expected_counts")
         if any(k.endswith("_mentions") for k in self.expected_counts) and self.type != "ner":
             raise PipelineError(f"{where}.expected_counts: <split>_mentions applies to NER tasks only")
         bad = sorted(set(self.benchmarks) - {"lewis", "blurb"})
