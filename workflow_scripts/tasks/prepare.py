@@ -32,6 +32,7 @@ from ..cli import run
 from ..config.typed import load_settings, to_dict
 from ..errors import PipelineError
 from .readers import get_reader
+from .readers.common import read_text
 from . import subsets
 from .spec import SPLITS, TaskSpec
 
@@ -161,8 +162,8 @@ def read_split_paths(spec: TaskSpec, paths: dict[str, str], files: RawFiles) -> 
     test_kind, test_arg, test_source = chosen["test"]
     for split in ("train", "dev"):
         kind, arg, source = chosen[split]
-        parts = kind in ("index", "rows") and test_kind in ("index", "rows") and arg != test_arg
-        if source == test_source and not parts:
+        other_part = kind in ("index", "rows") and test_kind in ("index", "rows") and arg != test_arg
+        if source == test_source and not other_part:
             # The bug that scored HoC on its dev file, or chose checkpoints on test folds.
             raise PipelineError(
                 f"tasks.{spec.name}.splits: {split} and test both read {test_source!r}; "
@@ -198,7 +199,7 @@ def read_split_paths(spec: TaskSpec, paths: dict[str, str], files: RawFiles) -> 
         where = f"tasks.{spec.name}.splits.{split}"
         if kind == "index":
             location, name = files.resolve(arg)
-            entries = subsets.index_entries(location.read_text(encoding="utf-8"))
+            entries = subsets.index_entries(read_text(location, name))
             out[split] = subsets.by_index(load(source), entries, name, source)
         elif kind == "rows":
             out[split] = subsets.by_rows(load(source), arg, where)
