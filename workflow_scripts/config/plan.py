@@ -227,10 +227,12 @@ def task_fetch_args(study: Study, task: str, name: str) -> str:
     src = spec.source.files[name]
     key = f"tasks.{task}.source"
     args = []
-    if spec.source.local_dir:
-        args.append(f"--url {shlex.quote(_join(spec.source.local_dir, name))}")
-    elif src.url:
+    # local_dir holds what cannot be downloaded; a file with a URL (BLURB's index tarball beside
+    # registration-only BioASQ files) still comes from it.
+    if src.url:
         args.append(f"--url {shlex.quote(src.url)}")
+    elif spec.source.local_dir:
+        args.append(f"--url {shlex.quote(_join(spec.source.local_dir, name))}")
     if src.directory:
         args.append("--directory")
     elif src.sha256:

@@ -104,7 +104,15 @@ class TaskSpec:
         default_factory=dict,
         metadata={
             "help": "split -> number of examples (NER also <split>_mentions -> entity mentions); "
-            "a mismatch stops the run"
+            "see expected_counts_checked for what a mismatch does"
+        },
+    )
+    expected_counts_checked: bool = field(
+        default=False,
+        metadata={
+            "help": "true: expected_counts were counted in the real release files, so a mismatch "
+            "stops the run; false: they come from a paper's table, so a mismatch warns, the real "
+            "counts go into the data card and provenance, and the run goes on"
         },
     )
     hyper: dict[str, Any] = field(
@@ -149,6 +157,8 @@ class TaskSpec:
                 f"{where}.expected_counts: unknown key {bad[0]!r} (a split, or <split>_mentions for "
                 "entity mentions of an NER task)"
             )
+        if self.expected_counts_checked and not self.expected_counts:
+            raise PipelineError(f"{where}.expected_counts_checked: true, but the task has no expected_counts")
         if any(k.endswith("_mentions") for k in self.expected_counts) and self.type != "ner":
             raise PipelineError(f"{where}.expected_counts: <split>_mentions applies to NER tasks only")
         bad = sorted(set(self.benchmarks) - set(BENCHMARKS))
