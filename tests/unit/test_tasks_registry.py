@@ -127,4 +127,4 @@ def test_blue_and_blurb_variants_of_hoc_each_name_their_benchmark_metric():
     blurb = resolve("hoc-variant", entry)
     assert metric_names(blurb.metric) == ["label_micro_f1", "example_f1", "label_macro_f1"]
     with pytest.raises(PipelineError, match="tasks.hoc.metric: the task counts towards blurb but names no metric"):
-        resolve("hoc", {"metric": {"blurb": None}})  # a null removes the registry's key
+        resolve("hoc", {"benchmarks": ["lewis", "blurb"], "metric": {"lewis": "example_f1"}})
