@@ -23,11 +23,12 @@ include: "rules/findings.smk"
 include: "rules/targets.smk"
 
 
+# A study without corpora, tasks or distilled models has no such tables to write.
 rule all:
     default_target: True
     input:
-        TABLES,
-        CORPUS_TABLES,
+        TABLES if TASKS and EVALUATED else [],
+        CORPUS_TABLES if CORPORA else [],
         PLOTS,
-        HELDOUT_TABLES,
-        FINDINGS,
+        HELDOUT_TABLES if HELDOUT_MODELS else [],
+        FINDINGS if TASKS and EVALUATED else [],

@@ -1,4 +1,5 @@
 import functools
+import os
 import re
 import sys
 
@@ -14,6 +15,8 @@ try:
 except PipelineError as exc:
     sys.exit(f"error: config: {exc}")
 
+# relative to the run directory: absolute paths in params would rerun jobs of a moved checkout
+WORKFLOW_ROOT = os.path.relpath(workflow.basedir)
 CORPORA = list(STUDY.corpora)
 TEXT_CORPORA = [c for c, e in STUDY.corpora.items() if e.type == "text"]
 PARSED_CORPORA = [c for c in CORPORA if c not in TEXT_CORPORA]
@@ -212,7 +215,7 @@ def all_run_metrics():
 
 
 def selection_run(wildcards):
-    """GAD/EU-ADR: the other folds train as many steps as chosen on the selection fold."""
+    """GAD/EU-ADR: the other folds replay the schedule chosen on the selection fold (same seed)."""
     spec = STUDY.resolved_tasks[wildcards.task].spec
     if spec.selection_fold is None or int(wildcards.fold) == spec.selection_fold:
         return []

@@ -17,7 +17,7 @@ rule findings:
             "results/tables/groups.csv",
         ],
         plots=PLOTS,
-        heldout=HELDOUT_TABLES[:1],
+        heldout=HELDOUT_TABLES[:1] if HELDOUT_MODELS else [],
     output:
         md="results/tables/findings.md",
         html=report(

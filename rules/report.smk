@@ -11,7 +11,7 @@ rule report_settings:
     log:
         "results/logs/report_settings.log",
     params:
-        settings=plan.report_settings(STUDY, workflow.basedir),
+        settings=plan.report_settings(STUDY, WORKFLOW_ROOT),
     run:
         write_settings(output[0], params.settings)
 

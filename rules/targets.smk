@@ -8,7 +8,6 @@ localrules:
     tables_of_task,
 
 
-WORKFLOW_ROOT = workflow.basedir
 full_report_settings = functools.cache(
     lambda: plan.report_settings(STUDY, WORKFLOW_ROOT)
 )

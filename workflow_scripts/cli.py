@@ -6,11 +6,13 @@ import logging
 import sys
 from typing import Callable, Sequence
 
+from . import diskspace
 from .errors import PipelineError
 
 
 def run(main: Callable[[Sequence[str] | None], object], argv: Sequence[str] | None = None) -> None:
-    """Run a step's ``main``; a PipelineError becomes one line on stderr and exit status 2."""
+    """Run a step's ``main``; a PipelineError, or a full disk anywhere in a step (whose atomic
+    writes have removed their temporaries), becomes one line on stderr and exit status 2."""
     logging.basicConfig(
         level=logging.INFO,
         format="%(asctime)s %(name)s %(levelname)s %(message)s",
@@ -21,4 +23,10 @@ def run(main: Callable[[Sequence[str] | None], object], argv: Sequence[str] | No
         main(argv)
     except PipelineError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        sys.exit(2)
+    except Exception as exc:
+        if not diskspace.is_no_space(exc):
+            raise
+        where = diskspace.written_path(exc, sys.argv[1:] if argv is None else argv)
+        print(f"error: {diskspace.no_space(where)}", file=sys.stderr)
         sys.exit(2)

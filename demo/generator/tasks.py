@@ -377,7 +377,7 @@ def generate() -> tuple[dict[str, bytes], dict]:
     specs = {
         "demo-ner": _entry(
             "demo-ner", "Demo NER", "ner", "pubmed", "conll", tasks["demo-ner"],
-            {"train": "train.tsv", "dev": "devel.tsv", "test": "test.tsv"}, "entity_f1_strict",
+            {"train": "train.tsv", "dev": "devel.tsv", "test": "test.tsv"}, "entity_f1",
             ["O", "B-Disease", "I-Disease"], max_length=64, expected_counts=counts, hyper=small),
         "demo-pico": _entry(
             "demo-pico", "Demo PICO", "pico", "pubmed", "ebm_nlp", tasks["demo-pico"],
@@ -397,7 +397,8 @@ def generate() -> tuple[dict[str, bytes], dict]:
             max_length=96, expected_counts=counts, hyper=small),
         "demo-hoc": _entry(
             "demo-hoc", "Demo HoC", "doc_classification", "pubmed", "hoc", tasks["demo-hoc"],
-            {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"}, "label_macro_f1",
+            {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
+            {"lewis": "example_f1", "blurb": "label_micro_f1"},
             HALLMARKS, max_length=128, expected_counts=counts, hyper={**small, "epochs": 10, "lr": 2.0e-3}),
         "demo-pubmedqa": _entry(
             "demo-pubmedqa", "Demo PubMedQA", "qa", "pubmed", "pubmedqa", tasks["demo-pubmedqa"],

@@ -120,9 +120,16 @@ def test_plan_passes_folders_access_and_config_keys():
     assert args.startswith(f"--url '/data/n2c2 2010/{TRAIN}' --directory ")
     assert "--local-dir-key tasks.i2b2-2010-re.source.local_dir" in args and "--restricted" in args
     assert "--sha256" not in args
-    public = task_fetch_args(study, "bc5cdr-chem", "train.tsv")
-    assert "--sha256-key tasks.bc5cdr-chem.source.files.train.tsv.sha256" in public
+    public = task_fetch_args(study, "jnlpba", "train.tsv")
+    assert "--sha256-key tasks.jnlpba.source.files.train.tsv.sha256" in public
     assert "--directory" not in public and "--restricted" not in public
+    pinned = task_fetch_args(study, "bc5cdr-chem", "train.tsv")
+    assert "--sha256 165c4cd2efadd0caf1bb8f3c6bcd3acca199446bb3d55eb06d9137114c9a0b2d" in pinned
+    # BLURB's index tarball is downloaded even where local_dir holds the registration-only files.
+    config["tasks"]["bioasq-blurb"] = {"source": {"local_dir": "/data/bioasq"}}
+    study = load_config(config, ROOT / "schemas" / "config.schema.yaml")
+    assert task_fetch_args(study, "bioasq-blurb", "data_generation.tar.gz").startswith("--url https://microsoft.")
+    assert task_fetch_args(study, "bioasq-blurb", "7B1_golden.json").startswith("--url /data/bioasq/7B1_golden.json")
     folders = task_directories(study)
     assert {f"i2b2-2010-re/{TRAIN}", "i2b2-2010/test_data", "i2b2-2014/training-PHI-Gold-Set1"} <= set(folders)
     assert not [f for f in folders if f.startswith(("bc5cdr-chem/", "mednli/"))]

@@ -15,6 +15,7 @@ import yaml
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.finetune import features as feats
 from workflow_scripts.finetune.run import main
+from workflow_scripts.tasks.metrics import metric_names
 
 torch.set_num_threads(1)
 
@@ -158,7 +159,7 @@ TASKS = {
     "pico": (pico_row, "word_macro_f1", ["O", "PAR", "INT", "OUT"], "O"),
     "relation": (relation_row, "micro_f1_excl_negative", ["false", "CPR:3", "CPR:4"], "false"),
     "similarity": (similarity_row, "pearson", [], None),
-    "doc_classification": (doc_row, "label_macro_f1", ["cancer", "infection"], None),
+    "doc_classification": (doc_row, {"lewis": "example_f1", "blurb": "label_micro_f1"}, ["cancer", "infection"], None),
     "qa": (qa_row, "accuracy", ["yes", "no", "maybe"], None),
     "nli": (nli_row, "accuracy", ["entailment", "contradiction", "neutral"], None),
 }
@@ -228,6 +229,10 @@ def test_every_task_type_learns_and_writes_its_outputs(tmp_path, bert, task_type
     assert metrics["task"] == f"toy-{task_type}" and metrics["seed"] == 1 and metrics["fold"] == 0
     assert metrics["dev"]["score"] > CHANCE[task_type], metrics["history"]
     assert metrics["test"]["score"] > CHANCE[task_type]
+    # every metric of the task's benchmarks and its family, from the same predictions
+    names = metric_names(TASKS[task_type][1])
+    assert metrics["metrics"] == names and metrics["test"]["score"] == metrics["test"][names[0]]
+    assert all(metrics["test"]["by_metric"][n]["score"] == metrics["test"][n] for n in names)
     assert 0 < metrics["best_step"] <= metrics["steps"]
     predictions = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
     assert len(predictions) == 32 and {"id", "gold", "pred"} <= set(predictions[0])
@@ -359,6 +364,10 @@ def test_folds_and_steps_fixed_on_the_selection_fold(tmp_path, bert):
     fold2 = json.loads((tmp_path / "f2" / "metrics.json").read_text())
     assert fold2["fold"] == 2 and fold2["steps"] == fold2["best_step"] == chosen["best_step"]
     assert len(fold2["history"]) == 1 and fold2["hyper"] == chosen["hyper"]
+    # the selection run's schedule, stopped at its chosen step, not one squeezed into those steps
+    assert fold2["schedule_steps"] == chosen["schedule_steps"] > chosen["best_step"]
+    at_choice = next(h["lr"] for h in chosen["history"] if h["step"] == chosen["best_step"])
+    assert fold2["history"][0]["lr"] == pytest.approx(at_choice) and at_choice > 0
     record = json.loads((tmp_path / "f2" / "provenance.json").read_text())
     assert record["inputs"]["selection"]["path"].endswith("f0/metrics.json")
     with pytest.raises(PipelineError, match="--fold 3: task toy-relation has folds 0..2"):
@@ -369,14 +378,14 @@ def test_features_are_cached_and_reused(tmp_path, bert, caplog):
     task_dir = write_task(tmp_path, "nli")
     cache_dir = tmp_path / "cache"
     first = run_cli(tmp_path, bert, "nli", task_dir=task_dir, name="a", extra_args=["--cache-dir", str(cache_dir)])
-    assert len(list(cache_dir.glob("*.pkl"))) == 1
+    assert len(list(cache_dir.glob("*.json"))) == 1
     caplog.set_level("INFO")
     second = run_cli(tmp_path, bert, "nli", task_dir=task_dir, name="b", extra_args=["--cache-dir", str(cache_dir)])
     assert "features from cache" in caplog.text
     assert first["dev"] == second["dev"] and first["test"] == second["test"]
     run_cli(tmp_path, bert, "nli", task_dir=task_dir, name="c", finetune={"max_length": 32},
             extra_args=["--cache-dir", str(cache_dir)])
-    assert len(list(cache_dir.glob("*.pkl"))) == 2
+    assert len(list(cache_dir.glob("*.json"))) == 2
 
 
 def test_restricted_task_marks_the_run(tmp_path, bert):

@@ -6,11 +6,14 @@ import json
 import random
 
 import pytest
+import torch
 import yaml
 
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.finetune import data, settings, tagging
-from workflow_scripts.finetune.features import entity_spans, insert_markers, windows
+from workflow_scripts.finetune.decode import decode
+from workflow_scripts.finetune.features import Encoding, entity_spans, insert_markers, windows
+from workflow_scripts.tasks.metrics import compute
 
 SPEC = {
     "name": "toy", "display": "Toy", "type": "ner", "domain": "pubmed", "format": "conll",
@@ -33,6 +36,19 @@ def test_bioul_marks_unit_and_last_tokens():
         "B-X", "I-X", "L-X", "O", "U-X", "B-Y", "L-Y"]
     # a model's stray inside/last tag without a start still decodes to an entity
     assert tagging.to_bio(["O", "L-X", "I-Y"], "bioul") == ["O", "B-X", "B-Y"]
+
+
+def test_argmax_bio_tags_reach_the_metric_unrepaired():
+    # bio-lm and BLURB's fine-tuning code score the argmax tags as predicted; a stray I- then
+    # opens an entity in the conlleval-style metric and is no entity in the strict one.
+    enc = Encoding(task_type="ner", labels=["O", "B-Disease", "I-Disease"], max_length=16, scheme="bio")
+    logits = torch.tensor([[0.0, 0.0, 5.0], [0.0, 0.0, 5.0], [5.0, 0.0, 0.0]])
+    feature = {"example": 0, "words": [(0, 0), (1, 1), (2, 2)]}
+    pred = decode([logits], [feature], [{"id": "s1", "tokens": ["a", "b", "c"]}], enc, 0.5)
+    assert pred == [["I-Disease", "I-Disease", "O"]]
+    gold = [["B-Disease", "I-Disease", "O"]]
+    assert compute("entity_f1", gold, pred)["score"] == 1.0
+    assert compute("entity_f1_strict", gold, pred)["score"] == 0.0
 
 
 def test_windows_cover_every_word_exactly_once_with_context():

@@ -9,7 +9,7 @@ from sklearn.metrics import f1_score, precision_score, recall_score
 from sklearn.preprocessing import MultiLabelBinarizer
 
 from workflow_scripts.errors import PipelineError
-from workflow_scripts.tasks.metrics import METRICS, compute
+from workflow_scripts.tasks.metrics import METRICS, check_task_metric, compute, compute_all, metric_for, metric_names
 
 HALLMARKS = ["angiogenesis", "apoptosis", "immortality", "invasion"]
 
@@ -30,6 +30,43 @@ def test_strict_mode_rejects_entities_without_b_but_conlleval_mode_counts_them()
     pred = [["I-Chemical", "I-Chemical", "O"]]
     assert compute("entity_f1", gold, pred)["score"] == pytest.approx(1.0)
     assert compute("entity_f1_strict", gold, pred)["score"] == 0.0
+
+
+def _chunks(tags, conlleval: bool) -> set:
+    """Entities (type, start, end) of one sentence. conlleval: a chunk also starts at an I-X
+    after O or after another type; strict IOB2: only B-X starts one, and a chunk is closed by
+    anything but I-X of its own type (stray I- tags are no entity)."""
+    out, start, kind = set(), None, None
+    for i, tag in enumerate(list(tags) + ["O"]):
+        prefix, typ = (tag[0], tag[2:]) if tag != "O" else ("O", None)
+        continues = prefix == "I" and typ == kind and start is not None
+        if start is not None and not continues:
+            out.add((kind, start, i))
+            start, kind = None, None
+        if prefix == "B" or (conlleval and prefix == "I" and start is None):
+            start, kind = i, typ
+    return out
+
+
+def _reference_entity_f1(gold, pred, conlleval: bool) -> float:
+    g = {(n, *c) for n, seq in enumerate(gold) for c in _chunks(seq, conlleval)}
+    p = {(n, *c) for n, seq in enumerate(pred) for c in _chunks(seq, conlleval)}
+    tp = len(g & p)
+    precision, recall = (tp / len(p) if p else 0.0), (tp / len(g) if g else 0.0)
+    return 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+
+
+@pytest.mark.parametrize("metric, conlleval", [("entity_f1", True), ("entity_f1_strict", False)])
+def test_entity_f1_matches_our_restated_counters_on_ill_formed_random_tags(metric, conlleval):
+    # Argmax predictions are not repaired (as in bio-lm and BLURB's fine-tuning code): stray
+    # I- tags and type switches inside an entity reach the metric and are scored as each
+    # convention defines them.
+    rng = random.Random(13)
+    tags = ["O", "O", "O", "B-Gene", "I-Gene", "B-Chem", "I-Chem"]
+    for _ in range(30):
+        gold = [[rng.choice(tags) for _ in range(rng.randint(1, 25))] for _ in range(20)]
+        pred = [[t if rng.random() < 0.6 else rng.choice(tags) for t in seq] for seq in gold]
+        assert compute(metric, gold, pred)["score"] == pytest.approx(_reference_entity_f1(gold, pred, conlleval))
 
 
 def test_entity_f1_is_zero_when_nothing_is_predicted():
@@ -64,15 +101,87 @@ def _random_multilabel(rng, n):
     return [sorted(rng.sample(HALLMARKS, rng.randint(0, 3))) for _ in range(n)]
 
 
-def test_hoc_blurb_convention_is_mean_of_per_label_f1_like_sklearn_macro():
+def test_label_macro_f1_is_mean_of_per_label_f1_like_sklearn_macro():
     rng = random.Random(7)
     gold = _random_multilabel(rng, 120)
     pred = [g if rng.random() < 0.5 else sorted(rng.sample(HALLMARKS, rng.randint(0, 2))) for g in gold]
     mlb = MultiLabelBinarizer(classes=HALLMARKS)
     expected = f1_score(mlb.fit_transform(gold), mlb.transform(pred), average="macro", zero_division=0)
-    result = compute("label_macro_f1", gold, pred, labels=HALLMARKS)
-    assert result["score"] == pytest.approx(expected)
-    assert result["example_f1"] == pytest.approx(compute("example_f1", gold, pred, labels=HALLMARKS)["score"])
+    assert compute("label_macro_f1", gold, pred, labels=HALLMARKS)["score"] == pytest.approx(expected)
+
+
+def _sentences(rng, n_docs):
+    """HoC as BLUE writes it: sentences with ids <PMID>_s<n>, each with its own label set."""
+    ids, gold, pred = [], [], []
+    for doc in range(n_docs):
+        for k in range(rng.randint(1, 6)):
+            ids.append(f"{1000 + doc}_s{k}")
+            gold.append(sorted(rng.sample(HALLMARKS, rng.choice([0, 0, 1, 2]))))
+            pred.append(sorted(rng.sample(HALLMARKS, rng.choice([0, 0, 1, 1, 2]))))
+    return ids, gold, pred
+
+
+def _or_per_abstract(ids, rows):
+    """Our restatement of the reference step: the union of the sentence labels per abstract."""
+    docs = {}
+    for ident, row in zip(ids, rows):
+        docs.setdefault(ident.split("_")[0], set()).update(row)
+    return docs
+
+
+def test_label_micro_f1_is_linkbert_micro_f1_over_document_label_cells():
+    # BLURB's HoC figure (LinkBERT src/seqcls/utils_hoc.py): sentence predictions OR-ed per
+    # abstract, then true positives, predicted and gold positives counted over all cells.
+    rng = random.Random(5)
+    for _ in range(20):
+        ids, gold, pred = _sentences(rng, rng.randint(3, 40))
+        g, p = _or_per_abstract(ids, gold), _or_per_abstract(ids, pred)
+        tp = sum(1 for d in g for label in HALLMARKS if label in g[d] and label in p[d])
+        n_pred, n_gold = sum(len(x) for x in p.values()), sum(len(x) for x in g.values())
+        precision = tp / n_pred if n_pred else 0.0
+        recall = tp / n_gold if n_gold else 0.0
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        result = compute("label_micro_f1", gold, pred, labels=HALLMARKS, ids=ids)
+        assert result["score"] == pytest.approx(f1)
+        assert result["precision"] == pytest.approx(precision)
+        mlb = MultiLabelBinarizer(classes=HALLMARKS)
+        docs = list(g)
+        sk = f1_score(mlb.fit_transform([sorted(g[d]) for d in docs]), mlb.transform([sorted(p[d]) for d in docs]),
+                      average="micro", zero_division=0)
+        assert result["score"] == pytest.approx(sk)
+
+
+def test_example_f1_is_bio_lm_example_based_f1_with_sentences_or_ed_per_abstract():
+    # Lewis et al.'s HoC figure (bio-lm, after BLUE's eval_hoc.py): per abstract precision
+    # (0 when nothing is predicted) and recall, each averaged over abstracts, then their F1.
+    rng = random.Random(9)
+    for _ in range(20):
+        ids, gold, pred = _sentences(rng, rng.randint(3, 40))
+        g, p = _or_per_abstract(ids, gold), _or_per_abstract(ids, pred)
+        keep = [d for d in g if g[d]]  # the reference divides by the gold count: every abstract has a label
+        rows = [(i, a, b) for i, a, b in zip(ids, gold, pred) if i.split("_")[0] in keep]
+        precisions = [len(g[d] & p[d]) / len(p[d]) if p[d] else 0.0 for d in keep]
+        recalls = [len(g[d] & p[d]) / len(g[d]) for d in keep]
+        mp, mr = np.mean(precisions), np.mean(recalls)
+        result = compute("example_f1", [r[1] for r in rows], [r[2] for r in rows], labels=HALLMARKS,
+                         ids=[r[0] for r in rows])
+        assert result["precision"] == pytest.approx(mp)
+        assert result["recall"] == pytest.approx(mr)
+        assert result["score"] == pytest.approx(2 * mp * mr / (mp + mr) if mp + mr else 0.0)
+
+
+def test_the_two_hoc_conventions_differ_on_the_same_predictions():
+    ids, gold, pred = _sentences(random.Random(2), 60)
+    lewis = compute("example_f1", gold, pred, labels=HALLMARKS, ids=ids)["score"]
+    blurb = compute("label_micro_f1", gold, pred, labels=HALLMARKS, ids=ids)["score"]
+    assert abs(lewis - blurb) > 0.01
+
+
+def test_documents_are_examples_when_ids_are_not_sentence_ids():
+    gold, pred = [["invasion"], ["apoptosis"]], [["invasion"], []]
+    with_ids = compute("label_micro_f1", gold, pred, labels=HALLMARKS, ids=["123_4", "123_5"])
+    assert with_ids == compute("label_micro_f1", gold, pred, labels=HALLMARKS)
+    assert with_ids["recall"] == pytest.approx(0.5)
 
 
 def test_hoc_blue_convention_by_hand():
@@ -85,7 +194,9 @@ def test_hoc_blue_convention_by_hand():
     assert result["recall"] == pytest.approx(r)
     assert result["score"] == pytest.approx(2 * p * r / (p + r))
     # Per label: angiogenesis and apoptosis right, immortality and invasion missed.
-    assert result["label_macro_f1"] == pytest.approx((1 + 1 + 0 + 0) / 4)
+    assert compute("label_macro_f1", gold, pred, labels=HALLMARKS)["score"] == pytest.approx((1 + 1 + 0 + 0) / 4)
+    # Cells: 2 true positives of 3 predicted and 4 gold.
+    assert compute("label_micro_f1", gold, pred, labels=HALLMARKS)["score"] == pytest.approx(2 * 2 / (3 + 4))
 
 
 def test_hoc_documents_without_labels():
@@ -139,3 +250,27 @@ def test_prediction_count_must_match_gold():
         compute("accuracy", ["a", "b"], ["a"])
     with pytest.raises(PipelineError, match="example 0 has 2 gold tags but 1 predicted"):
         compute("entity_f1_strict", [["O", "O"]], [["O"]])
+
+
+def test_a_task_metric_per_benchmark():
+    hoc = {"lewis": "example_f1", "blurb": "label_micro_f1"}
+    assert metric_for(hoc, "lewis") == "example_f1" and metric_for(hoc, "blurb") == "label_micro_f1"
+    assert metric_for("entity_f1", "blurb") == "entity_f1"
+    # every metric a run computes: the named ones first (the first is the headline), then their family
+    assert metric_names(hoc) == ["example_f1", "label_micro_f1", "label_macro_f1"]
+    assert metric_names("entity_f1") == ["entity_f1", "entity_f1_strict"]
+    assert metric_names("accuracy") == ["accuracy"]
+    check_task_metric(hoc, ["lewis", "blurb"], "tasks.hoc.metric")
+    with pytest.raises(PipelineError, match="tasks.hoc.metric: the task counts towards blurb but names no metric"):
+        check_task_metric({"lewis": "example_f1"}, ["lewis", "blurb"], "tasks.hoc.metric")
+    with pytest.raises(PipelineError, match=r"tasks.hoc.metric.blurp: unknown benchmark"):
+        check_task_metric({"blurp": "example_f1"}, [], "tasks.hoc.metric")
+    with pytest.raises(PipelineError, match="unknown metric 'micro_f1'"):
+        check_task_metric({"lewis": "micro_f1"}, ["lewis"], "tasks.hoc.metric")
+
+
+def test_compute_all_scores_the_same_predictions_with_every_metric():
+    gold = [["B-Gene", "I-Gene", "O"]]
+    pred = [["I-Gene", "I-Gene", "O"]]
+    scores = compute_all(metric_names("entity_f1"), gold, pred)
+    assert scores["entity_f1"]["score"] == 1.0 and scores["entity_f1_strict"]["score"] == 0.0

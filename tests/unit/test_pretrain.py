@@ -316,7 +316,7 @@ def test_damaged_checkpoints_are_errors_not_restarts(base, tmp_path):
     out = _pretrain(base, tmp_path, "d", stop_after=4, max_steps=10)
     state = out / "training_state"
     (state / "step~00000004" / "state.pt").write_bytes(b"garbage")
-    with pytest.raises(PipelineError, match=r"state\.pt: corrupt checkpoint"):
+    with pytest.raises(PipelineError, match=r"state\.pt: checksum differs"):
         _pretrain(base, tmp_path, "d", max_steps=10)
     shutil.rmtree(state / "step~00000004")
     with pytest.raises(PipelineError, match="not a complete checkpoint directory"):

@@ -46,14 +46,15 @@ def build_chain(root: Path, monkeypatch) -> None:
     for seed in (1, 2, 3):
         run_dir = f"results/finetune/pm/bc5chem/fold~0/seed~{seed}"
         metrics = f"{run_dir}/metrics.json"
-        write(metrics, json.dumps({"model": "pm", "task": "bc5chem", "fold": 0, "seed": seed, "metric": "f1",
+        write(metrics, json.dumps({"model": "pm", "task": "bc5chem", "fold": 0, "seed": seed, "metric": "entity_f1",
                                    "dev": {"score": 0.8}, "test": {"score": 0.9 + seed / 100}}))
         provenance.record(run_dir, step="finetune", seed=seed, outputs=[metrics],
                           inputs={"model": "results/pretrain/pm", "test": "results/tasks/bc5chem/test.jsonl"})
         runs.append({"model": "pm", "task": "bc5chem", "fold": 0, "seed": seed, "metrics": metrics})
     settings = {
         "models": {"pm": {"display": "ours-PM"}},
-        "tasks": {"bc5chem": {"display": "BC5CDR-C.", "type": "ner", "benchmarks": ["lewis"], "seeds": [1, 2, 3]}},
+        "tasks": {"bc5chem": {"display": "BC5CDR-C.", "type": "ner", "metric": "entity_f1", "benchmarks": ["lewis"],
+                              "seeds": [1, 2, 3]}},
         "runs": runs,
         "aggregation": {"bootstrap_samples": 50},
     }

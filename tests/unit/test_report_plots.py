@@ -25,10 +25,11 @@ def settings(root: Path, with_inputs: bool) -> Path:
             if with_inputs:
                 p = root / rel
                 p.parent.mkdir(parents=True, exist_ok=True)
-                p.write_text(json.dumps({"metric": "f1", "dev": {"score": 0.8}, "test": {"score": 0.8 + seed / 100}}))
+                p.write_text(json.dumps({"metric": "entity_f1", "dev": {"score": 0.8},
+                                        "test": {"score": 0.8 + seed / 100}}))
     data = {
         "models": {"pm": {"display": "ours-PM"}, "base": {"display": "base"}},
-        "tasks": {"ncbi": {"display": "NCBI-disease", "type": "ner", "seeds": [1, 2, 3]}},
+        "tasks": {"ncbi": {"display": "NCBI-disease", "type": "ner", "metric": "entity_f1", "seeds": [1, 2, 3]}},
         "runs": runs,
         "pretrain_logs": {"pm": "results/pretrain/pm/train_log.jsonl"},
         "vocab_diagnostics": {"pm": "results/vocab/pm/diagnostics.json"},

@@ -20,10 +20,11 @@ BLURB_CSV = REPO / "resources/reference/gu2021_blurb_table6_test.csv"
 
 TASKS = {
     "bc5chem": {"display": "BC5CDR-C.", "type": "ner", "domain": "pubmed", "benchmarks": ["lewis", "blurb"],
-                "reference": {"lewis": "BC5CDR-C.", "blurb": "BC5-chem"}, "metric": "f1", "folds": 0,
+                "reference": {"lewis": "BC5CDR-C.", "blurb": "BC5-chem"}, "metric": "entity_f1", "folds": 0,
                 "selection_fold": None, "restricted": False, "seeds": [1, 2, 3]},
     "gad": {"display": "GAD", "type": "relation", "domain": "pubmed", "benchmarks": ["lewis", "blurb"],
-            "reference": {"lewis": "GAD", "blurb": "GAD"}, "metric": "f1", "folds": 3, "selection_fold": 0,
+            "reference": {"lewis": "GAD", "blurb": "GAD"}, "metric": "micro_f1_excl_negative", "folds": 3,
+            "selection_fold": 0,
             "restricted": False, "seeds": [1, 2]},
     "mednli": {"display": "MedNLI", "type": "nli", "domain": "clinical", "benchmarks": ["lewis"],
                "reference": {"lewis": "MedNLI", "blurb": None}, "metric": "accuracy", "folds": 1,
@@ -162,9 +163,9 @@ def test_missing_runs_and_fewer_seeds_are_flagged(tmp_path):
     assert "results/finetune/pm/bc5chem/fold~0/seed~3/metrics.json not found" in missing
     assert "scratch Clinical" in missing.replace(" group ", " ")
     md = (tmp_path / "results/tables/medians.md").read_text()
-    assert "| BC5CDR-C. | 91.5 (91.7, -0.2)‡ | 82.0 |" in md
-    assert "| MedNLI | 87.0 (84.7, +2.3)† | —†‡ |" in md
-    assert "| Mean (Clinical) | 87.0 (84.7, +2.3)† | — (missing: mednli)†‡ |" in md
+    assert "| BC5CDR-C. | entity F1, conlleval-style, median | 91.5 (91.7, -0.2)‡ | 82.0 |" in md
+    assert "| MedNLI | accuracy, median | 87.0 (84.7, +2.3)† | —†‡ |" in md
+    assert "| Mean (Clinical) | mean of the tasks' medians | 87.0 (84.7, +2.3)† | — (missing: mednli)†‡ |" in md
     assert len(built.missing) == 4
 
 
@@ -240,7 +241,7 @@ def test_mean_statistic_and_full_blurb_score(tmp_path):
              "doc_classification": "HoC", "qa": "PubMedQA"}
     tasks = {
         ty: {"display": ref, "type": ty, "domain": "pubmed", "benchmarks": ["blurb"], "reference": {"blurb": ref},
-             "metric": "f1", "seeds": [1, 2]}
+             "metric": "accuracy", "seeds": [1, 2]}
         for ty, ref in types.items()
     }
     settings = make_study(tmp_path, tasks=tasks, statistic="mean", compare=[])
@@ -272,3 +273,63 @@ def test_latex_and_markdown_escape_names():
     md = render.markdown("T", ["Task", "A|B"], rows)
     assert r"| Task | A\|B |" in md and "| I2B2_2010 & 50% | 91.7† |" in md
     assert render.number(81.65) == "81.7" and render.signed(-0.04) == "+0.0" and render.signed(1.25) == "+1.3"
+
+
+def test_each_benchmark_reads_its_own_metric_and_statistic(tmp_path):
+    hoc = {"display": "HoC", "type": "doc_classification", "domain": "pubmed", "benchmarks": ["lewis", "blurb"],
+           "reference": {"lewis": "HOC", "blurb": "HoC"}, "metric": {"lewis": "example_f1", "blurb": "label_micro_f1"},
+           "seeds": [1, 2, 3, 4]}
+    path = make_study(tmp_path, tasks={"hoc": hoc}, compare=[])
+    data = yaml.safe_load(path.read_text())
+    del data["aggregation"]["statistic"]  # the defaults: median for Lewis et al., mean for BLURB
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    example = {1: 0.80, 2: 0.81, 3: 0.82, 4: 0.90}
+    micro = {1: 0.70, 2: 0.71, 3: 0.72, 4: 0.95}
+    for r in data["runs"]:
+        m = tmp_path / r["metrics"]
+        doc = json.loads(m.read_text())
+        s = r["seed"]
+        doc["test"] = {"score": example[s], "example_f1": example[s], "label_micro_f1": micro[s],
+                       "label_macro_f1": 0.5, "by_metric": {"label_micro_f1": {"score": micro[s], "precision": 0.6}}}
+        m.write_text(json.dumps(doc))
+    build(tmp_path, path)
+    out = tmp_path / "results/tables"
+    lewis = cell(read_csv(out / "medians.csv"), "pm", "hoc")
+    assert (lewis["benchmark"], lewis["metric"], lewis["statistic"]) == ("lewis", "example_f1", "median")
+    assert float(lewis["value"]) == pytest.approx(100 * 0.815)
+    blurb = next(r for r in read_csv(out / "blurb.csv") if r["model"] == "pm" and r["type"] == "hoc")
+    assert (blurb["metric"], blurb["statistic"]) == ("label_micro_f1", "mean")
+    assert float(blurb["value"]) == pytest.approx(100 * (0.70 + 0.71 + 0.72 + 0.95) / 4)
+    spread = [r for r in read_csv(out / "spread.csv") if r["model"] == "pm"]
+    assert {(r["benchmark"], r["metric"]) for r in spread} == {("lewis", "example_f1"), ("blurb", "label_micro_f1")}
+    assert next(r for r in spread if r["benchmark"] == "blurb")["precision"] == "60.0"
+    md = (out / "blurb.md").read_text()
+    assert "| HoC | micro F1 over document x label cells, mean |" in md
+    assert "| HoC | example-based F1, median |" in (out / "medians.md").read_text()
+
+
+def test_folded_task_takes_the_statistic_per_fold_then_over_folds(tmp_path):
+    gad = {**TASKS["gad"], "folds": 4, "seeds": [1, 2, 3]}
+    path = make_study(tmp_path, tasks={"gad": gad}, compare=[])
+    # fold 0 selects; folds 1..3: seeds' scores chosen so that the pooled median (0.60) differs
+    # from the median of the per-fold medians (0.50, 0.52, 0.90 -> 0.52)
+    scores = {1: [0.50, 0.50, 0.95], 2: [0.52, 0.52, 0.60], 3: [0.90, 0.90, 0.10]}
+    for r in yaml.safe_load(path.read_text())["runs"]:
+        if r["fold"]:
+            m = tmp_path / r["metrics"]
+            doc = json.loads(m.read_text())
+            doc["test"] = {"score": scores[r["fold"]][r["seed"] - 1]}
+            m.write_text(json.dumps(doc))
+    build(tmp_path, path)
+    g = cell(read_csv(tmp_path / "results/tables/medians.csv"), "pm", "gad")
+    assert g["n"] == "9" and float(g["value"]) == pytest.approx(52.0)
+    assert "GAD: the statistic over the seeds of each fold, then over the folds" in (
+        tmp_path / "results/tables/medians.md").read_text()
+
+
+def test_a_run_without_a_metric_of_the_tables_is_named(tmp_path):
+    hoc = {"display": "HoC", "type": "doc_classification", "domain": "pubmed", "benchmarks": ["lewis", "blurb"],
+           "metric": {"lewis": "example_f1", "blurb": "label_micro_f1"}, "seeds": [1]}
+    path = make_study(tmp_path, tasks={"hoc": hoc}, compare=[])
+    with pytest.raises(PipelineError, match=r"seed~1/metrics.json: test: key 'example_f1' is missing"):
+        build(tmp_path, path)

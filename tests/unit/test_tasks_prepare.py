@@ -68,7 +68,8 @@ def test_ner_data_card_counts_mentions(tmp_path, monkeypatch):
 
 def test_count_mismatch_stops_the_run_and_keeps_previous_output(tmp_path, monkeypatch):
     monkeypatch.chdir(DEMO)
-    entry = dict(DEMO_SPECS["demo-re"], expected_counts={"train": 300, "dev": 81, "test": 100})
+    entry = dict(DEMO_SPECS["demo-re"], expected_counts={"train": 300, "dev": 81, "test": 100},
+                 expected_counts_checked=True)
     out = tmp_path / "out"
     out.mkdir()
     (out / "train.jsonl").write_text("previous\n")
@@ -80,9 +81,21 @@ def test_count_mismatch_stops_the_run_and_keeps_previous_output(tmp_path, monkey
 
 def test_mention_count_mismatch(tmp_path, monkeypatch):
     monkeypatch.chdir(DEMO)
-    entry = dict(DEMO_SPECS["demo-ner"], expected_counts={"test_mentions": 5})
+    entry = dict(DEMO_SPECS["demo-ner"], expected_counts={"test_mentions": 5}, expected_counts_checked=True)
     with pytest.raises(PipelineError, match=r"split test has \d+ entity mentions, expected 5"):
         prepare(parse(TaskSpec, entry, "t"), Path("raw_source/tasks/demo-ner"), tmp_path / "out")
+
+
+def test_paper_count_never_checked_warns_and_records_the_real_count(tmp_path, monkeypatch, caplog):
+    monkeypatch.chdir(DEMO)
+    entry = dict(DEMO_SPECS["demo-re"], expected_counts={"train": 300, "dev": 81, "test": 100})
+    out = tmp_path / "out"
+    card = prepare(parse(TaskSpec, entry, "t"), Path("raw_source/tasks/demo-re"), out)
+    assert "split dev has 80 examples, expected 81" in caplog.text and "never checked" in caplog.text
+    check = card["count_check"]
+    assert check["found"]["dev"] == 80 and check["status"] == "differs from the paper's counts"
+    assert not check["checked_against_release"]
+    assert json.loads((out / "provenance.json").read_text())["count_check"] == check
 
 
 def test_cli_reports_errors_in_one_line(tmp_path):

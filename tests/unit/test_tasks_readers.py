@@ -112,7 +112,7 @@ def test_blue_tsv_with_header_keeps_ids_and_locates_entities():
 
 
 def test_blue_tsv_biobert_fold_without_header():
-    records = read("blue_tsv", "blue/gad_train.tsv", spec("relation", "blue_tsv", ["0", "1"]))
+    records = read("biobert_tsv", "blue/gad_train.tsv", spec("relation", "biobert_tsv", ["0", "1"]))
     assert [r["label"] for r in records] == ["1", "0"]
     assert records[0]["text"].startswith("@GENE$ polymorphism")
     assert [e["type"] for e in records[1]["entities"]] == ["GENE", "DISEASE"]
@@ -291,3 +291,41 @@ def test_i2b2_2010_indented_line_counts_an_empty_first_word(tmp_path):
     [record] = get_reader("i2b2_concepts")(tmp_path, I2B2_2010, name="r")
     assert record["tokens"] == ["Lasix", "for", "edema", "."]
     assert record["tags"] == ["B-treatment", "O", "B-problem", "O"]
+
+
+def test_blue_tsvs_are_read_as_csv_writer_and_pandas_wrote_them(tmp_path):
+    import csv
+
+    import pandas as pd
+
+    tricky = 'He said "no"\tthen left, the @GENE$ of @CHEMICAL$'
+    with open(tmp_path / "chemprot.tsv", "w", newline="") as fh:
+        writer = csv.writer(fh, delimiter="\t")
+        writer.writerow(["index", "sentence", "label"])
+        writer.writerows([["1.T1.T2", tricky, "CPR:4"], ["2.T1.T2", '"Quoted" @GENE$', "false"]])
+    records = get_reader("blue_tsv")(tmp_path / "chemprot.tsv", CHEMPROT, name="chemprot.tsv")
+    assert [r["text"] for r in records] == [tricky, '"Quoted" @GENE$']
+    assert [e["type"] for e in records[0]["entities"]] == ["GENE", "CHEMICAL"]
+    frame = pd.DataFrame({"genre": ["GENRE"] * 2, "sentence1": ["A tab\there.", "Line\nbreak."],
+                          "sentence2": ['"B"', "C"], "score": [1.2, 3.0]})
+    frame.to_csv(tmp_path / "dev.tsv", sep="\t")
+    pairs = get_reader("biosses")(tmp_path / "dev.tsv", spec("similarity", "biosses"), name="dev.tsv")
+    assert [(p["text_a"], p["text_b"], p["score"]) for p in pairs] == [
+        ("A tab\there.", '"B"', 1.2), ("Line\nbreak.", "C", 3.0)]
+    assert pairs[1]["id"] == "dev-3"  # the row starting on line 3 (its sentence spans two lines)
+
+
+def test_an_unterminated_quote_names_the_line(tmp_path):
+    (tmp_path / "t.tsv").write_text('index\tsentence\tlabel\n1\t"open quote @GENE$\tfalse\n')
+    with pytest.raises(PipelineError, match=r"t.tsv:\d+: not a valid quoted TSV row"):
+        get_reader("blue_tsv")(tmp_path / "t.tsv", CHEMPROT, name="t.tsv")
+
+
+def test_docstart_lines_keep_documents_and_are_never_tokens(tmp_path):
+    (tmp_path / "train.tsv").write_text(
+        "-DOCSTART-\tO\n\nIL-2\tB-protein\ngene\tI-protein\n\nT\tB-cell_type\ncells\tI-cell_type\n\n"
+        "-DOCSTART-\tO\n\nNF-kappa\tB-protein\nB\tI-protein\n\n")
+    records = read("conll_untyped", tmp_path / "train.tsv", spec(labels=["O", "B-Bioentity", "I-Bioentity"]))
+    assert [r["id"] for r in records] == ["train-doc0:0", "train-doc0:1", "train-doc1:2"]
+    assert all("-DOCSTART-" not in r["tokens"] for r in records)
+    assert records[2]["tags"] == ["B-Bioentity", "I-Bioentity"]

@@ -57,6 +57,28 @@ def test_every_run_has_dev_and_test_scores(demo_run):
         assert (path.parent / "provenance.json").is_file()
 
 
+def test_each_benchmark_table_reads_its_own_metric_and_statistic(demo_run):
+    """HoC: Lewis et al.'s example F1 (median) in medians.csv, BLURB's cell micro F1 (mean) in
+    blurb.csv, each equal to that statistic over the runs' own figures; NER: conlleval-style."""
+    tables = demo_run / "results" / "tables"
+    medians, blurb = pd.read_csv(tables / "medians.csv"), pd.read_csv(tables / "blurb.csv")
+    cfg = _study(demo_run)
+    differ = []
+    for model in (m for m, e in cfg["models"].items() if e.get("evaluate", True)):
+        lewis = medians[(medians.model == model) & (medians.task == "demo-hoc")].iloc[0]
+        ours = blurb[(blurb.model == model) & (blurb.type == "demo-hoc")].iloc[0]
+        assert (lewis.metric, lewis.statistic, ours.metric, ours.statistic) == (
+            "example_f1", "median", "label_micro_f1", "mean")
+        runs = [json.loads(p.read_text())["test"]
+                for p in (demo_run / "results" / "finetune" / model / "demo-hoc").glob("fold~0/seed~*/metrics.json")]
+        assert lewis.value == pytest.approx(100 * float(pd.Series([r["example_f1"] for r in runs]).median()), abs=1e-3)
+        assert ours.value == pytest.approx(100 * float(pd.Series([r["label_micro_f1"] for r in runs]).mean()), abs=1e-3)
+        differ.append(lewis.value != ours.value)
+        ner = medians[(medians.model == model) & (medians.task == "demo-ner")].iloc[0]
+        assert ner.metric == "entity_f1"
+    assert any(differ)
+
+
 def test_checkpoints_reload_and_everything_has_provenance(demo_run):
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 

@@ -12,7 +12,8 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from .study import ModelEntry, Study
+from .restricted import restricted as restricted_marks
+from .study import Study
 from .typed import to_dict
 
 RESULTS = "results"
@@ -104,7 +105,7 @@ def parse_extra_inputs(study: Study, corpus: str, name: str) -> dict[str, str]:
 
 def fetch_table(study: Study, corpus: str) -> dict[str, str]:
     """Download arguments of every file fetched one by one, by file name."""
-    restricted = " --restricted" if study.corpora[corpus].restricted else ""
+    restricted = " --restricted" if corpus in restricted_marks(study).corpora else ""
     return {
         f.name: f"--url {shlex.quote(f.url)} {f.checksum_args}{restricted}".strip()
         for f in corpus_downloads(study, corpus)
@@ -143,12 +144,17 @@ def model_dir(study: Study, name: str) -> str:
     return f"{RESULTS}/{m.kind}/{name}"
 
 
+MODEL_FILES = ("model.safetensors", "config.json", "provenance.json")
+
+
 def model_marker(study: Study, name: str) -> list[str]:
-    """The file that exists once a model built here is complete (its provenance record)."""
+    """The declared outputs of a model built here: a consumer depending on all of them makes a
+    plain rerun rebuild the model when any is deleted (Snakemake reruns a job only for a missing
+    output some job needs)."""
     m = study.models.get(name)
     if m is None or m.kind in ("external", "baseline"):
         return []
-    return [f"{model_dir(study, name)}/provenance.json"]
+    return [f"{model_dir(study, name)}/{f}" for f in MODEL_FILES]
 
 
 def tokenizer_marker(study: Study, model: str) -> list[str]:
@@ -226,10 +232,12 @@ def task_fetch_args(study: Study, task: str, name: str) -> str:
     src = spec.source.files[name]
     key = f"tasks.{task}.source"
     args = []
-    if spec.source.local_dir:
-        args.append(f"--url {shlex.quote(_join(spec.source.local_dir, name))}")
-    elif src.url:
+    # local_dir holds what cannot be downloaded; a file with a URL (BLURB's index tarball beside
+    # registration-only BioASQ files) still comes from it.
+    if src.url:
         args.append(f"--url {shlex.quote(src.url)}")
+    elif spec.source.local_dir:
+        args.append(f"--url {shlex.quote(_join(spec.source.local_dir, name))}")
     if src.directory:
         args.append("--directory")
     elif src.sha256:
@@ -239,7 +247,7 @@ def task_fetch_args(study: Study, task: str, name: str) -> str:
     if spec.source.access:
         args.append(f"--access {shlex.quote(spec.source.access)}")
         args.append(f"--local-dir-key {key}.local_dir")
-    if spec.restricted:
+    if task in restricted_marks(study).tasks:
         args.append("--restricted")
     return " ".join(args)
 
@@ -254,18 +262,6 @@ def task_directories(study: Study) -> list[str]:
     )
 
 
-def is_restricted_model(study: Study, name: str) -> bool:
-    """Whether a model's training data (or any ancestor's) is credentialed."""
-    m: ModelEntry | None = study.models.get(name)
-    if m is None:
-        return False
-    if m.kind == "external":
-        return m.restricted
-    if any(study.corpora[c].restricted for c in m.corpora):
-        return True
-    return any(is_restricted_model(study, p) for p in (m.init, m.teacher) if p)
-
-
 # Resolved settings handed to each step (written to results/configs/... by local rules).
 
 
@@ -276,7 +272,7 @@ def corpus_settings(study: Study, corpus: str) -> dict[str, Any]:
             "name": corpus,
             "type": c.type,
             "shards": c.shards,
-            "restricted": c.restricted,
+            "restricted": corpus in restricted_marks(study).corpora,
             "clean": to_dict(c.clean),
         }
     }
@@ -297,21 +293,24 @@ def task_settings(study: Study, task: str) -> dict[str, Any]:
 
 def finetune_settings(study: Study, model: str, task: str) -> dict[str, Any]:
     rt = study.resolved_tasks[task]
+    marks = restricted_marks(study)
     return {
-        "model": {"name": model, "restricted": is_restricted_model(study, model)},
-        "task": to_dict(rt.spec),
+        "model": {"name": model, "restricted": model in marks.models},
+        "task": {**to_dict(rt.spec), "restricted": task in marks.tasks},
         "finetune": to_dict(rt.finetune),
     }
 
 
 def report_settings(study: Study, workflow_root: str) -> dict[str, Any]:
-    """Settings of the tables and plots; relative reference CSV paths are taken from the workflow."""
+    """Settings of the tables and plots; relative reference CSV paths are taken from the workflow,
+    ``workflow_root`` (best relative to the run directory, so that a moved checkout changes nothing)."""
+    marks = restricted_marks(study)
     models = {
         name: {
             "display": m.display or name,
             "kind": m.kind,
             "published": {"lewis": m.published.get("lewis"), "blurb": m.published.get("blurb")},
-            "restricted": is_restricted_model(study, name),
+            "restricted": name in marks.models,
         }
         for name, m in study.models.items()
         if m.evaluate
@@ -326,7 +325,7 @@ def report_settings(study: Study, workflow_root: str) -> dict[str, Any]:
             "metric": rt.spec.metric,
             "folds": rt.spec.folds,
             "selection_fold": rt.spec.selection_fold,
-            "restricted": rt.spec.restricted,
+            "restricted": name in marks.tasks,
             "seeds": list(rt.seeds),
         }
         for name, rt in study.resolved_tasks.items()
@@ -350,4 +349,6 @@ def report_settings(study: Study, workflow_root: str) -> dict[str, Any]:
             if m.kind in ("pretrain", "distill")
         },
         "vocab_diagnostics": {v: f"{vocab_dir(v)}/diagnostics.json" for v in study.vocabularies},
+        "restricted_models": sorted(marks.models),
+        "restricted_vocabularies": sorted(marks.vocabularies),
     }

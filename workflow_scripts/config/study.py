@@ -9,17 +9,19 @@ refers to (vocabulary, corpus, teacher, initial checkpoint) exists.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, Union
 
 from ..corpus.settings import CleanSettings
 from ..distill.settings import DistillSettings
 from ..errors import PipelineError
 from ..finetune.settings import FinetuneSettings
 from ..pretrain.settings import PretrainSettings
+from ..report.settings import Statistic, Statistics
 from ..tasks import registry
 from ..tasks.spec import TaskSpec
 from ..vocab.settings import VocabSettings
 from .resources import MODEL_RULES, JobResources, check_rules
+from .secrets import refuse_url_credentials
 from .typed import help_field as _help, parse, to_dict
 
 
@@ -168,7 +170,11 @@ class ModelEntry:
 
 @dataclass
 class Aggregation:
-    statistic: Literal["median", "mean"] = _help("Statistic over seeds (and folds) per table cell.", default="median")
+    statistic: Union[Statistic, Statistics] = _help(
+        "Statistic over seeds per benchmark's tables (folded tasks: per fold over seeds, then over the "
+        "reported folds): a mapping {lewis, blurb, other}, or one statistic for every table.",
+        default_factory=Statistics,
+    )
     bootstrap_samples: int = _help("Bootstrap resamples for each cell's confidence interval.", default=1000)
     confidence: float = _help("Confidence level of the bootstrap interval.", default=0.95)
     bootstrap_seed: int = _help("Seed of the bootstrap.", default=0)
@@ -318,8 +324,7 @@ def resolve_task(name: str, entry: dict[str, Any], study: Study) -> ResolvedTask
     overrides = {k: v for k, v in entry.items() if k not in _TASK_KEYS}
     spec = registry.resolve(name, overrides)
     seeds = parse(_Seeds, {"seeds": entry.get("seeds", study.seeds)}, where).seeds
-    if not seeds or len(set(seeds)) != len(seeds):
-        raise PipelineError(f"{where}.seeds: give one or more distinct seeds, got {seeds}")
+    _check_seeds(f"{where}.seeds", seeds)
     merged = {**to_dict(study.finetune), **spec.hyper, **(entry.get("finetune") or {})}
     finetune = parse(FinetuneSettings, merged, f"{where}.finetune")
     if spec.selection_fold is not None and not 0 <= spec.selection_fold < max(spec.folds, 1):
@@ -332,9 +337,22 @@ class _Seeds:
     seeds: list[int]
 
 
+SEED_MAX = 2**32 - 1  # numpy's limit; torch and random accept it too
+
+
+def _check_seeds(where: str, seeds: list[int]) -> None:
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise PipelineError(f"{where}: give one or more distinct seeds, got {seeds}")
+    bad = [s for s in seeds if not 0 <= s <= SEED_MAX]
+    if bad:
+        raise PipelineError(f"{where}: each seed must be an integer from 0 to {SEED_MAX}, got {bad[0]}")
+
+
 def load_study(config: dict[str, Any]) -> Study:
     """Parse and cross-check a config mapping; raise PipelineError naming the first bad key."""
+    refuse_url_credentials(config)
     study = parse(Study, config, "")
+    _check_seeds("seeds", study.seeds)
     for name, m in study.models.items():
         _check_model(name, m, study)
     _check_cycles(study)

@@ -26,7 +26,7 @@ from ..cli import run
 from ..errors import PipelineError
 from ..finetune import data
 from ..finetune.settings import RunSettings, load
-from ..tasks.metrics import compute
+from ..tasks.metrics import compute_all, metric_names, test_section
 
 RULES = {
     "ner": "every word tagged {negative}",
@@ -66,11 +66,13 @@ def baseline(settings: RunSettings, task_dir: Path, fold: int, seed: int, out: P
     negative = task.negative_label or "O"
     preds = predict(task.type, data.gold(splits["train"], task.type), splits["test"], negative)
     test_gold = data.gold(splits["test"], task.type)
-    test = compute(task.metric, test_gold, preds, labels=labels or None, negative_label=task.negative_label)
+    names = metric_names(task.metric)
+    test = test_section(compute_all(names, test_gold, preds, labels=labels or None,
+                                    negative_label=task.negative_label, ids=[r["id"] for r in splits["test"]]))
     restricted = settings.model.restricted or task.restricted
     metrics = {
         "model": settings.model.name, "task": task.name, "fold": fold, "seed": seed, "metric": task.metric,
-        "test": test, "baseline": rule_of(task.type, negative), "restricted": restricted,
+        "metrics": names, "test": test, "baseline": rule_of(task.type, negative), "restricted": restricted,
         "examples": {k: len(v) for k, v in splits.items()},
         "runtime_s": round(time.perf_counter() - started, 3),
     }

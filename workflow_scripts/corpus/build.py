@@ -27,6 +27,7 @@ from .. import provenance
 from ..atomic import atomic_dir, write_json
 from ..cli import run
 from ..config.typed import to_dict
+from ..diskspace import no_space_is_an_error, reserve
 from ..errors import PipelineError
 from ..progress import track
 from .decontam import NgramIndex
@@ -177,6 +178,7 @@ def build(inputs: Sequence[str | Path], out: str | Path, settings: CorpusSetting
         if c.near_dedup.enabled and n:
             sigs = np.lib.format.open_memmap(Path(scratch) / "minhash.npy", mode="w+", dtype=np.uint32,
                                              shape=(n, c.near_dedup.num_perm))
+            reserve(sigs.filename, Path(sigs.filename).stat().st_size)
         kept1 = 0
         stream = _winners_with_signatures(files, up.winners, minhash_params(c.near_dedup))
         for k, (row, stored) in enumerate(track(stream, f"filter {settings.name}", n, "docs")):
@@ -274,7 +276,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = ap.parse_args(argv)
     started = provenance.now()
     settings = load(args.settings)
-    stats = build(args.inputs, args.out, settings, args.decontaminate)
+    with no_space_is_an_error(Path(args.out).parent):
+        stats = build(args.inputs, args.out, settings, args.decontaminate)
     log.info("%s: %d documents, %d words; dropped %s", settings.name, stats["documents"], stats["words"],
              json.dumps({k: v for k, v in stats["dropped"].items() if v}))
     out = Path(args.out)

@@ -79,10 +79,12 @@ def iter_notes(path: str | Path, placeholders: Literal["keep", "tag"] = "keep") 
     """Notes of a NOTEEVENTS file (gzip or plain CSV) in file order."""
     path = Path(path)
     opener = gzip.open if path.suffix == ".gz" else open
+    start = 1
     try:
         with opener(path, "rb") as raw:
             fh = io.TextIOWrapper(raw, encoding="utf-8", newline="")
-            reader = csv.reader(fh)
+            # strict: a file ending inside a quoted field is an error, not one note swallowing the rest
+            reader = csv.reader(fh, strict=True)
             header = next(reader, None)
             if header is None:
                 raise PipelineError(f"{path}: empty file; expected the MIMIC-III NOTEEVENTS header")
@@ -109,6 +111,9 @@ def iter_notes(path: str | Path, placeholders: Literal["keep", "tag"] = "keep") 
     except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
         raise PipelineError(f"{path}: truncated or corrupt gzip ({exc}); download it again") from exc
     except csv.Error as exc:
-        raise PipelineError(f"{path}: malformed CSV ({exc})") from exc
+        raise PipelineError(
+            f"{path}: line {start}: malformed CSV in the record starting there ({exc}); "
+            "the file may be truncated or edited: download it again"
+        ) from exc
     except UnicodeDecodeError as exc:
         raise PipelineError(f"{path}: not UTF-8 text ({exc})") from exc

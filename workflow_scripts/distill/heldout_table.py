@@ -25,11 +25,12 @@ from .. import provenance
 from ..atomic import write_text
 from ..cli import run
 from ..errors import PipelineError
+from ..report.render import LEGEND, RESTRICTED, marked
 
 log = logging.getLogger(__name__)
 TABLE = "heldout_mlm"
 HEADER = ["model", "role", "teacher", "layers", "parameters", "steps", "heldout_loss", "heldout_perplexity",
-          "heldout_masked_tokens", "control", "control_loss", "gain_over_control"]
+          "heldout_masked_tokens", "control", "control_loss", "gain_over_control", "restricted"]
 
 
 @dataclass
@@ -45,6 +46,7 @@ class Row:
     masked_tokens: int
     recipe_key: Optional[tuple] = None  # what a student and its control must share
     control: Optional["Row"] = None
+    restricted: bool = False  # derived from credentialed data, as its provenance says
 
 
 def read_model(directory: str | Path) -> Row:
@@ -64,7 +66,7 @@ def read_model(directory: str | Path) -> Row:
         model=params.get("name") or directory.name, role="pretrained", teacher=None,
         layers=int(config.get("num_hidden_layers", 0)), parameters=int(model.get("parameters", 0)),
         steps=int(result.get("steps", 0)), loss=result.get("heldout_loss"), perplexity=result.get("heldout_perplexity"),
-        masked_tokens=int(result.get("heldout_masked_tokens", 0)),
+        masked_tokens=int(result.get("heldout_masked_tokens", 0)), restricted=bool(record.get("restricted")),
     )
     if step == "distill":
         recipe = record.get("recipe") or {}
@@ -96,7 +98,8 @@ def table_rows(rows: list[Row]) -> list[list[str]]:
         c = r.control
         gain = c.loss - r.loss if c is not None and c.loss is not None and r.loss is not None else None
         out.append([r.model, r.role, r.teacher or "", str(r.layers), str(r.parameters), str(r.steps), _fmt(r.loss),
-                    _fmt(r.perplexity, 2), str(r.masked_tokens), c.model if c else "", _fmt(c.loss) if c else "", _fmt(gain)])
+                    _fmt(r.perplexity, 2), str(r.masked_tokens), c.model if c else "", _fmt(c.loss) if c else "",
+                    _fmt(gain), str(r.restricted)])
     return out
 
 
@@ -112,13 +115,16 @@ def to_markdown(rows: list[Row]) -> str:
     head = ["Model", "Role", "Teacher", "Layers", "Parameters", "Steps", "Held-out MLM loss", "Perplexity",
             "Masked tokens", "Control", "Control loss", "Gain over control"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join(cells) + " |" for cells in table_rows(rows)]
+    lines += ["| " + " | ".join([marked(cells[0], r.restricted), *cells[1:-1]]) + " |"
+              for r, cells in zip(rows, table_rows(rows))]
     counts = {r.masked_tokens for r in rows if r.loss is not None}
     notes = ["", "Loss per masked token on held-out text, masks fixed across models; lower is better. "
              "Gain over control: the control's loss minus the student's (positive: distillation helped)."]
     if len(counts) > 1:
         notes.append("Warning: the models were evaluated on different held-out sets (masked token counts differ); "
                      "compare only rows with equal counts.")
+    if any(r.restricted for r in rows):
+        notes.append(f"{RESTRICTED} {LEGEND[RESTRICTED]}.")
     if any(r.loss is None for r in rows):
         notes.append("Empty loss: the model had no held-out blocks (heldout_fraction 0 or documents shorter than a block).")
     return "\n".join(lines + notes) + "\n"

@@ -2,8 +2,10 @@
 
 Every model x seed run of a task with the same tokenizer reuses one tokenisation. The key
 hashes the split files' bytes, the full tokenizer definition and the encoding settings, so
-a change to any of them is a different entry. Entries are written atomically: concurrent
-jobs may both compute one, and either's identical file wins.
+a change to any of them is a different entry. Entries are JSON (never pickle, which runs code
+on load), written atomically with a sha256 sidecar that is verified on every load: an edited
+entry stops the run with its name instead of changing scores. Concurrent jobs may both
+compute one, and either's identical file wins.
 """
 
 from __future__ import annotations
@@ -11,17 +13,18 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import pickle
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Callable
 
+from .. import integrity
 from ..atomic import atomic_file
-from ..provenance import sha256_file
+from ..errors import PipelineError
+from ..integrity import sha256_file
 from .features import Encoding
 
 log = logging.getLogger(__name__)
-VERSION = "features_v1"
+VERSION = "features_v2"
 
 
 def tokenizer_fingerprint(tokenizer) -> str:
@@ -45,18 +48,22 @@ def key(split_files: dict[str, Path], tokenizer, enc: Encoding) -> str:
 
 
 def cached(cache_dir: Path | None, entry: str, build: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """The features of ``entry``: from the cache (checksum verified) or built and stored as JSON."""
     if cache_dir is None:
         return build()
-    path = Path(cache_dir) / f"{entry}.pkl"
+    path = Path(cache_dir) / f"{entry}.json"
     if path.is_file():
         try:
-            with open(path, "rb") as fh:
-                value = pickle.load(fh)
-            log.info("features from cache %s", path)
-            return value
-        except (OSError, EOFError, pickle.UnpicklingError) as exc:
-            log.warning("cache entry %s unreadable (%s); rebuilding it", path, exc)
+            integrity.verify(path)
+        except integrity.IntegrityError as exc:
+            raise PipelineError(f"feature cache {exc}; delete {path} and re-run to rebuild it") from exc
+        with open(path, encoding="utf-8") as fh:
+            value = json.load(fh)
+        log.info("features from cache %s", path)
+        return value
     value = build()
-    with atomic_file(path) as tmp, open(tmp, "wb") as fh:
-        pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
+    with atomic_file(path) as tmp:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(value, fh, separators=(",", ":"))
+        integrity.seal(tmp, target=path)
     return value

@@ -26,19 +26,30 @@ from .. import provenance
 from ..atomic import write_json, write_jsonl, write_yaml
 from ..cli import run
 from ..errors import PipelineError
-from ..tasks.metrics import compute
+from ..tasks.metrics import compute, compute_all, metric_names, test_section
 from . import cache, data, heads, tagging
 from .decode import decode
 from .features import MARKERS, Encoding, encode, needs_markers
 from .settings import FinetuneSettings, GridSettings, RunSettings, as_dict, load
-from .train import Fit, fit, predict, seed_everything, selection_value
+from .train import Fit, Schedule, fit, predict, seed_everything, selection_value
 
 log = logging.getLogger("finetune")
+
+
+# Files one of which holds a tokenizer's vocabulary; without them AutoTokenizer may build an empty one.
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model",
+                   "tokenizer.model")
 
 
 def load_tokenizer(model: str):
     from transformers import AutoTokenizer
 
+    local = Path(model)
+    if local.is_dir() and not any((local / f).is_file() for f in TOKENIZER_FILES):
+        raise PipelineError(
+            f"--model {model}: the checkpoint directory has no tokenizer (none of {', '.join(TOKENIZER_FILES)}); "
+            "save the tokenizer beside the model (tokenizer.save_pretrained) or rebuild the checkpoint"
+        )
     try:
         return AutoTokenizer.from_pretrained(model)
     except (OSError, ValueError) as exc:
@@ -80,18 +91,23 @@ def candidates(cfg: FinetuneSettings) -> list[FinetuneSettings]:
             for lr in lrs for bs in sizes]
 
 
-def fixed_steps(cfg: FinetuneSettings, path: Path) -> FinetuneSettings:
-    """Train exactly the steps (and hyper-parameters) chosen on the selection fold: this fold's
+def fixed_steps(cfg: FinetuneSettings, path: Path) -> tuple[FinetuneSettings, Schedule]:
+    """Train with the hyper-parameters chosen on the selection fold, on its learning-rate
+    schedule (its planned steps, warm-up and decay), stopped at its chosen step: this fold's
     dev data then selects nothing (Lewis et al. on GAD and EU-ADR)."""
     try:
         chosen = json.loads(path.read_text(encoding="utf-8"))
-        steps, hyper = int(chosen["best_step"]), chosen["hyper"]
+        steps, total, hyper = int(chosen["best_step"]), int(chosen["schedule_steps"]), chosen["hyper"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise PipelineError(f"--steps-from {path}: not a fine-tuning metrics.json ({exc})") from exc
-    return dataclasses.replace(
+        raise PipelineError(
+            f"--steps-from {path}: not a fine-tuning metrics.json with best_step, schedule_steps and hyper ({exc}); "
+            "rerun the selection fold"
+        ) from exc
+    cfg = dataclasses.replace(
         cfg, lr=float(hyper["lr"]), batch_size=int(hyper["batch_size"]), grid=GridSettings(),
-        max_steps=steps, eval_every=steps, patience=0, epochs=max(cfg.epochs, steps),
+        eval_every=steps, patience=0,
     )
+    return cfg, Schedule(total=total, stop=steps)
 
 
 def device_for(cfg: FinetuneSettings) -> torch.device:
@@ -103,7 +119,8 @@ def device_for(cfg: FinetuneSettings) -> torch.device:
 
 
 def choose(trials: list[FinetuneSettings], evaluate, train: list[dict[str, Any]], enc: Encoding,
-           model_path: str, task_type: str, seed: int, pad_id: int, vocab_size: int, device):
+           model_path: str, task_type: str, seed: int, pad_id: int, vocab_size: int, device,
+           schedule: Schedule | None = None):
     """Train each hyper-parameter setting from the same seed; keep the one best on dev (the
     earliest on ties) with its best dev state loaded."""
     best: tuple[FinetuneSettings, Fit, Any] | None = None
@@ -113,7 +130,7 @@ def choose(trials: list[FinetuneSettings], evaluate, train: list[dict[str, Any]]
         model = heads.build(model_path, task_type, enc.labels, trial.dropout, trial.pooling, vocab_size)
         model.to(device)
         label = f"finetune lr={trial.lr:g} batch={trial.batch_size}"
-        result = fit(model, train, task_type, evaluate, trial, seed, pad_id, device, label=label)
+        result = fit(model, train, task_type, evaluate, trial, seed, pad_id, device, label=label, schedule=schedule)
         grid.append({"lr": trial.lr, "batch_size": trial.batch_size, "best_step": result.best_step,
                      "dev_score": result.dev.get("score")})
         if best is None or selection_value(result.dev) > selection_value(best[1].dev):
@@ -128,8 +145,9 @@ def finetune(settings: RunSettings, model_path: str, task_dir: Path, fold: int, 
              cache_dir: Path | None = None, steps_from: Path | None = None) -> dict[str, Any]:
     started_at, started = provenance.now(), time.perf_counter()
     task, cfg = settings.task, settings.finetune
+    schedule = None
     if steps_from is not None:
-        cfg = fixed_steps(cfg, steps_from)
+        cfg, schedule = fixed_steps(cfg, steps_from)
     torch.set_num_threads(cfg.num_threads)
     source = data.split_dir(task_dir, task, fold)
     splits = data.read_splits(source, task.type)
@@ -154,30 +172,35 @@ def finetune(settings: RunSettings, model_path: str, task_dir: Path, fold: int, 
              fold, seed, {k: len(v) for k, v in splits.items()}, {k: len(v) for k, v in features.items()},
              device)
 
+    names = metric_names(task.metric)
+
+    def scoring(split: str) -> dict[str, Any]:
+        return {"labels": labels or None, "negative_label": task.negative_label,
+                "ids": [r["id"] for r in splits[split]]}
+
     def score(model, split: str) -> dict[str, float]:
         outputs = predict(model, features[split], task.type, pad_id, cfg, device)
         preds = decode(outputs, features[split], splits[split], enc, cfg.threshold)
-        return compute(task.metric, data.gold(splits[split], task.type), preds,
-                       labels=labels or None, negative_label=task.negative_label)
+        return compute(names[0], data.gold(splits[split], task.type), preds, **scoring(split))
 
     trial, result, chosen_model, grid = choose(
         candidates(cfg), lambda m: score(m, "dev"), features["train"], enc, model_path, task.type,
-        seed, pad_id, len(tokenizer), device,
+        seed, pad_id, len(tokenizer), device, schedule,
     )
     # The test split is read by nothing above: it is scored here once, with the chosen state.
     outputs = predict(chosen_model, features["test"], task.type, pad_id, trial, device)
     test_preds = decode(outputs, features["test"], splits["test"], enc, trial.threshold)
     test_gold = data.gold(splits["test"], task.type)
-    test = compute(task.metric, test_gold, test_preds, labels=labels or None,
-                   negative_label=task.negative_label)
+    test = test_section(compute_all(names, test_gold, test_preds, **scoring("test")))
     log.info("%s fold %d seed %d: dev %.4f at step %d, test %.4f", task.name, fold, seed,
              result.dev.get("score", float("nan")), result.best_step, test["score"])
 
     restricted = settings.model.restricted or task.restricted
     metrics = {
         "model": settings.model.name, "task": task.name, "fold": fold, "seed": seed,
-        "metric": task.metric, "dev": result.dev, "test": test,
-        "best_step": result.best_step, "steps": result.steps, "restricted": restricted,
+        "metric": task.metric, "metrics": names, "dev": result.dev, "test": test,
+        "best_step": result.best_step, "steps": result.steps, "schedule_steps": result.schedule_steps,
+        "restricted": restricted,
         "runtime_s": round(time.perf_counter() - started, 3),
         "hyper": {"lr": trial.lr, "batch_size": trial.batch_size},
         "selection": "steps fixed by " + str(steps_from) if steps_from else "best dev score",

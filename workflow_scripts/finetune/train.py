@@ -24,12 +24,22 @@ from .settings import FinetuneSettings
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class Schedule:
+    """A warm-up/decay schedule planned over ``total`` steps and trained until step ``stop``: a
+    fold that replays the selection run stops at its chosen step on its schedule."""
+
+    total: int
+    stop: int
+
+
 @dataclass
 class Fit:
     state: dict[str, torch.Tensor]
     best_step: int
     dev: dict[str, float]
     steps: int
+    schedule_steps: int = 0
     history: list[dict[str, Any]] = field(default_factory=list)
     train_seconds: float = 0.0
     train_examples: int = 0
@@ -96,21 +106,28 @@ def _update(model, value, optimizer, scheduler, scaler, grad_clip: float) -> Non
     optimizer.zero_grad(set_to_none=True)
 
 
+def planned_steps(n_train: int, cfg: FinetuneSettings) -> int:
+    """Optimiser steps of a run: its epochs over the training features, capped by max_steps."""
+    total = math.ceil(n_train / cfg.batch_size) * cfg.epochs
+    return total if cfg.max_steps is None else min(total, cfg.max_steps)
+
+
 def fit(model, train, task_type: str, evaluate: Callable[[Any], dict[str, float]], cfg: FinetuneSettings,
-        seed: int, pad_id: int, device: torch.device, label: str = "finetune") -> Fit:
-    """Train ``model`` on ``train`` features; ``evaluate(model)`` scores dev and returns metrics."""
+        seed: int, pad_id: int, device: torch.device, label: str = "finetune",
+        schedule: Schedule | None = None) -> Fit:
+    """Train ``model`` on ``train`` features; ``evaluate(model)`` scores dev and returns metrics.
+    ``schedule`` replaces the run's own (its planned steps, trained to the end)."""
     rng = np.random.default_rng(seed)
     lengths = [len(f["input_ids"]) for f in train]
     per_epoch = math.ceil(len(train) / cfg.batch_size)
-    total = per_epoch * cfg.epochs
-    if cfg.max_steps is not None:
-        total = min(total, cfg.max_steps)
+    schedule = schedule or Schedule(planned_steps(len(train), cfg), planned_steps(len(train), cfg))
+    total = schedule.stop
     every = cfg.eval_every or per_epoch
     optimizer = torch.optim.AdamW(_decay_groups(model, cfg.weight_decay), lr=cfg.lr, eps=cfg.adam_epsilon)
-    scheduler = get_linear_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * total), total)
+    scheduler = get_linear_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * schedule.total), schedule.total)
     scaler = torch.amp.GradScaler("cuda") if device.type == "cuda" and cfg.precision == "fp16" else None
 
-    best = Fit(state={}, best_step=0, dev={}, steps=0)
+    best = Fit(state={}, best_step=0, dev={}, steps=0, schedule_steps=schedule.total)
     best_value, stale, step, seen, running = -math.inf, 0, 0, 0, []
     start, eval_seconds = time.perf_counter(), 0.0
     bar = progress(label, total=total, unit="step")
@@ -131,7 +148,7 @@ def fit(model, train, task_type: str, evaluate: Callable[[Any], dict[str, float]
                 dev = evaluate(model)
                 loss = torch.stack(running).float().mean().item()
                 running = []
-                best.history.append({"step": step, "loss": loss, "dev": dev})
+                best.history.append({"step": step, "loss": loss, "lr": scheduler.get_last_lr()[0], "dev": dev})
                 improved = selection_value(dev) > best_value
                 log.info("%s step %d/%d: loss %.4f, dev score %.4f%s", label, step, total, loss,
                          dev.get("score", float("nan")), " (best)" if improved else "")

@@ -3,11 +3,15 @@
 Layout: ``step~N/state.pt`` (trainable weights, optimiser, scheduler, scaler, step),
 ``step~N/rng~R.pt`` (random states of process R), ``step~N/model/`` (the checkpoint as a
 transformers model, usable for fine-tuning) and ``latest`` naming the newest complete
-step directory. A damaged or inconsistent state is an error, never a silent restart.
+step directory; ``checksums.json`` and ``rng~R.pt.sha256`` record what was written, and
+``lock`` is held by the one trainer using the state. A damaged latest checkpoint falls back
+to an earlier intact one; with none left it is an error, never a silent restart.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
 import os
 import random
@@ -16,17 +20,20 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 import torch
 
+from .. import integrity
 from ..atomic import atomic_dir, atomic_file, write_text
+from ..diskspace import no_space_is_an_error
 from ..errors import PipelineError
 
 log = logging.getLogger(__name__)
 
 LATEST = "latest"
+LOCK = "lock"
 _STEP_DIR = re.compile(r"^step~(\d+)$")
 
 
@@ -49,28 +56,64 @@ def set_rng_state(state: dict[str, Any]) -> None:
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
+def _torch_save(obj: Any, path: Path) -> None:
+    # through a Python file object, so a full disk surfaces as OSError(ENOSPC), not torch's "unexpected pos"
+    with open(path, "wb") as fh:
+        torch.save(obj, fh)
+
+
 def save_state(state_dir: Path, step: int, payload: dict[str, Any], model=None, tokenizer=None) -> Path:
-    """Write ``step~N`` (rank 0 only) atomically; rng files are added by :func:`save_rng`."""
+    """Write ``step~N`` (rank 0 only) atomically with its checksums; rng files are added by :func:`save_rng`."""
     target = step_dir(state_dir, step)
-    with atomic_dir(target) as tmp:
-        torch.save(payload, tmp / "state.pt")
+    with no_space_is_an_error(state_dir), atomic_dir(target) as tmp:
+        _torch_save(payload, tmp / "state.pt")
         if model is not None:
             model.save_pretrained(tmp / "model")
             if tokenizer is not None:
                 tokenizer.save_pretrained(tmp / "model")
+        integrity.seal_dir(tmp)
     return target
 
 
 def save_rng(state_dir: Path, step: int, rank: int) -> None:
-    with atomic_file(step_dir(state_dir, step) / f"rng~{rank}.pt") as tmp:
-        torch.save(rng_state(), tmp)
+    path = step_dir(state_dir, step) / f"rng~{rank}.pt"
+    with no_space_is_an_error(state_dir), atomic_file(path) as tmp:
+        _torch_save(rng_state(), tmp)
+        integrity.seal(tmp, target=path)
 
 
 def mark_latest(state_dir: Path, step: int, keep: int) -> None:
-    write_text(state_dir / LATEST, step_dir(state_dir, step).name + "\n")
+    with no_space_is_an_error(state_dir):
+        write_text(state_dir / LATEST, step_dir(state_dir, step).name + "\n")
     steps = sorted(int(m.group(1)) for p in state_dir.iterdir() if (m := _STEP_DIR.match(p.name)))
     for old in steps[:-keep]:
         shutil.rmtree(step_dir(state_dir, old), ignore_errors=True)
+
+
+@contextlib.contextmanager
+def locked(state_dir: Path, take: bool = True) -> Iterator[None]:
+    """Hold the exclusive lock of ``state_dir`` (when ``take``): a second trainer on it refuses to start."""
+    if not take:
+        yield
+        return
+    state_dir.mkdir(parents=True, exist_ok=True)
+    with open(state_dir / LOCK, "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            fh.seek(0)
+            holder = fh.read().strip() or "unknown"
+            raise PipelineError(
+                f"{state_dir}: another trainer (pid {holder}) is using this training state; wait for it to "
+                "finish or stop it before starting a new one"
+            ) from None
+        try:
+            fh.truncate(0)
+            fh.write(f"{os.getpid()}\n")
+            fh.flush()
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 @dataclass
@@ -80,8 +123,48 @@ class Resumed:
     directory: Path
 
 
+class _Damaged(Exception):
+    """A checkpoint directory that cannot be resumed from; an earlier one may still be."""
+
+
+def _load(directory: Path, digest: str, rank: int, hint: str) -> Resumed:
+    state = directory / "state.pt"
+    if (directory / integrity.MANIFEST).is_file():
+        try:
+            integrity.verify_dir(directory)
+        except integrity.IntegrityError as exc:
+            raise _Damaged(str(exc)) from exc
+    try:
+        payload = torch.load(state, map_location="cpu", weights_only=False)
+    except Exception as exc:  # torch raises several types for truncated or foreign files
+        raise _Damaged(f"{state}: corrupt checkpoint ({exc})") from exc
+    required = {"step", "digest", "trainable", "optimizer", "scheduler"}
+    if not isinstance(payload, dict) or not required <= set(payload):
+        raise PipelineError(f"{state}: not a training checkpoint of this pipeline; {hint}")
+    if payload["digest"] != digest:
+        raise PipelineError(
+            f"{directory}: checkpoint was made with different settings, data or vocabulary; "
+            f"restore the settings it was made with, or {hint}"
+        )
+    rng_file = directory / f"rng~{rank}.pt"
+    if rng_file.is_file():
+        try:
+            if integrity.sidecar(rng_file).is_file():
+                integrity.verify(rng_file)
+            payload["rng"] = torch.load(rng_file, map_location="cpu", weights_only=False)
+        except Exception as exc:  # not a fallback: each process would fall back on its own
+            raise PipelineError(f"{rng_file}: corrupt random-state file ({exc}); {hint}") from exc
+    else:
+        log.warning("%s: no random state for process %d (different process count?); dropout draws will differ",
+                    directory, rank)
+    return Resumed(int(payload["step"]), payload, directory)
+
+
 def load_latest(state_dir: Path, digest: str, rank: int) -> Resumed | None:
-    """The latest checkpoint, None when training never checkpointed; PipelineError when damaged."""
+    """The latest intact checkpoint, None when training never checkpointed; PipelineError when none is usable.
+
+    A damaged latest checkpoint (checksum mismatch, unreadable) falls back to the newest earlier
+    one that is intact, with a warning naming both."""
     if not state_dir.exists():
         return None
     marker = state_dir / LATEST
@@ -100,26 +183,19 @@ def load_latest(state_dir: Path, digest: str, rank: int) -> Resumed | None:
     if not m or not (directory / "state.pt").is_file():
         raise PipelineError(f"{marker}: names {name!r}, which is not a complete checkpoint directory; name an existing step~N directory there, or {hint}")
     try:
-        payload = torch.load(directory / "state.pt", map_location="cpu", weights_only=False)
-    except Exception as exc:  # torch raises several types for truncated or foreign files
-        raise PipelineError(f"{directory / 'state.pt'}: corrupt checkpoint ({exc}); name an earlier step~N directory in {marker}, or {hint}") from exc
-    required = {"step", "digest", "trainable", "optimizer", "scheduler"}
-    if not isinstance(payload, dict) or not required <= set(payload):
-        raise PipelineError(f"{directory / 'state.pt'}: not a training checkpoint of this pipeline; {hint}")
-    if payload["digest"] != digest:
-        raise PipelineError(
-            f"{directory}: checkpoint was made with different settings, data or vocabulary; "
-            f"restore the settings it was made with, or {hint}"
-        )
-    rng_file = directory / f"rng~{rank}.pt"
-    if rng_file.is_file():
-        try:
-            payload["rng"] = torch.load(rng_file, map_location="cpu", weights_only=False)
-        except Exception as exc:
-            raise PipelineError(f"{rng_file}: corrupt random-state file ({exc}); {hint}") from exc
-    else:
-        log.warning("%s: no random state for process %d (different process count?); dropout draws will differ", directory, rank)
-    return Resumed(int(payload["step"]), payload, directory)
+        return _load(directory, digest, rank, hint)
+    except _Damaged as damaged:
+        earlier = sorted((p for p in steps if int(_STEP_DIR.match(p.name).group(1)) < int(m.group(1))
+                          and (p / "state.pt").is_file()), reverse=True)
+        for candidate in earlier:
+            try:
+                resumed = _load(candidate, digest, rank, hint)
+            except _Damaged:
+                continue
+            log.warning("%s is damaged (%s); resuming from the earlier checkpoint %s instead",
+                        directory, damaged, candidate)
+            return resumed
+        raise PipelineError(f"{damaged}; name an earlier step~N directory in {marker}, or {hint}") from damaged
 
 
 def export_model(model, tokenizer, out: Path) -> list[Path]:
@@ -127,8 +203,9 @@ def export_model(model, tokenizer, out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".export.", dir=out))
     try:
-        model.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
+        with no_space_is_an_error(out, tmp):
+            model.save_pretrained(tmp)
+            tokenizer.save_pretrained(tmp)
         written = []
         for f in sorted(tmp.iterdir()):
             os.replace(f, out / f.name)

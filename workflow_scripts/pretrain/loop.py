@@ -163,8 +163,13 @@ def train(job: Job, stop_after: int | None = None) -> dict[str, Any] | None:
     """Train to ``max_steps`` (resuming from the latest checkpoint); return the summary.
 
     With ``stop_after`` the run checkpoints and returns None after that many steps in
-    total, as a preempted run would.
+    total, as a preempted run would. Process 0 holds the training state's lock throughout.
     """
+    with ckpt.locked(job.state_dir, job.dist.main):
+        return _train(job, stop_after)
+
+
+def _train(job: Job, stop_after: int | None) -> dict[str, Any] | None:
     s, d = job.settings, job.dist
     if s.num_threads:
         torch.set_num_threads(s.num_threads)

@@ -66,9 +66,9 @@ def execute(job: Job, out: Path, *, step: str, inputs: dict[str, Any], params: d
         shutil.copyfile(log_src, tmp)
         tmp.replace(out / "train_log.jsonl")
     write_json(out / "eval.json", result)
-    outputs = [p for p in written if p.name in ("model.safetensors", "config.json")]
+    # every file a consumer loads (weights, config, tokenizer, special tokens), so the audit sees any change
     provenance.record(
-        out, step=step, inputs=inputs, params=params, outputs=outputs + [out / "train_log.jsonl", out / "eval.json"],
+        out, step=step, inputs=inputs, params=params, outputs=written + [out / "train_log.jsonl", out / "eval.json"],
         seed=job.settings.seed, started=started, extra={"result": result, **(extra or {})},
     )
     log.info("wrote %s (held-out MLM loss %s)", out, result.get("heldout_loss"))

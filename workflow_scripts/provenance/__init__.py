@@ -10,7 +10,6 @@ the mark propagates to everything computed from them.
 from __future__ import annotations
 
 import datetime as _dt
-import hashlib
 import importlib.metadata
 import json
 import os
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from ..atomic import write_json
+from ..integrity import sha256_file
 
 FILENAME = "provenance.json"
 SIDECAR_SUFFIX = ".provenance.json"
@@ -43,14 +43,6 @@ _SECRET = re.compile(r"(?i)(://)([^/@\s:]+):([^/@\s]+)@|((?:password|passwd|toke
 
 def now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
-
-
-def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(chunk), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def scrub(text: str) -> str:

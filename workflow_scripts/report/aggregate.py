@@ -1,10 +1,13 @@
-"""From run results to table cells: one cell per model x task, group means, BLURB scores,
-paired comparisons.
+"""From run results to table cells: one cell per model x task x benchmark, group means,
+BLURB scores, paired comparisons.
 
-Folded tasks (GAD, EU-ADR): the selection fold only chooses hyper-parameters and is left
-out; the statistic is taken over all runs of the other folds x all seeds (Lewis et al.
-report the median test result over the other 9 folds). Scores are kept as fractions here
-and shown x100 in the tables, as the papers print them.
+Each benchmark's tables read their own metric of the task (e.g. HoC: example F1 for Lewis
+et al., micro F1 over document x label cells for BLURB) and their own statistic over seeds
+(median for Lewis et al., mean for Gu et al., by default). Folded tasks (GAD, EU-ADR): the
+selection fold only chooses hyper-parameters and is left out; the statistic is taken over the
+seeds of each other fold, then over those folds (Lewis et al. report the median test result
+over the other 9 folds). Scores are kept as fractions here and shown x100 in the tables, as
+the papers print them.
 
 Published numbers are compared like with like: a published group mean or BLURB score is
 recomputed from the published per-task values of the same member tasks that our value
@@ -20,7 +23,7 @@ from typing import Optional
 from .groups import BLURB_TYPE_NAMES, BlurbScore, GroupValue, TaskKind, blurb_score, group_means
 from .metrics import RunResult
 from .reference import ReferenceTable
-from .settings import ReportSettings, RunEntry
+from .settings import OTHER, ReportSettings, RunEntry, TaskEntry
 from .stats import Paired, Summary, bootstrap_ci, paired_comparison, summarise
 
 
@@ -28,6 +31,9 @@ from .stats import Paired, Summary, bootstrap_ci, paired_comparison, summarise
 class Cell:
     model: str
     task: str
+    view: str
+    metric: str
+    statistic: str
     runs: list[RunResult]
     expected: int
     summary: Optional[Summary]
@@ -46,6 +52,11 @@ class Cell:
     @property
     def n(self) -> int:
         return len(self.runs)
+
+    @property
+    def scores(self) -> list[float]:
+        """The runs' test scores in the cell's metric."""
+        return [r.scores[self.metric] for r in self.runs]
 
     @property
     def status(self) -> str:
@@ -91,22 +102,31 @@ class SummaryRow:
         return "; ".join(notes)
 
 
-def _published(settings: ReportSettings, model: str, task: str, refs: dict[str, ReferenceTable]) -> tuple[Optional[float], str]:
-    published = settings.models[model].published
-    reference = settings.tasks[task].reference
-    for bench in ("lewis", "blurb"):
-        column, row = getattr(published, bench), getattr(reference, bench)
-        if column and row and bench in refs:
-            value = refs[bench].get(row, column)
-            if value is not None:
-                return value, f"{bench}: {column}"
-    return None, ""
+def primary_view(task: TaskEntry) -> str:
+    """The benchmark whose metric and statistic the main (Lewis et al. layout) table shows."""
+    return "lewis" if "lewis" in task.views() else task.views()[0]
+
+
+def _published(settings: ReportSettings, model: str, task: str, view: str,
+               refs: dict[str, ReferenceTable]) -> tuple[Optional[float], str]:
+    if view == OTHER or view not in refs:
+        return None, ""
+    column = getattr(settings.models[model].published, view)
+    row = getattr(settings.tasks[task].reference, view)
+    value = refs[view].get(row, column) if column and row else None
+    return (value, f"{view}: {column}") if value is not None else (None, "")
+
+
+def _over(runs: list[RunResult], values: list[Optional[float]], statistic: str) -> Optional[float]:
+    if not runs or None in values:
+        return None
+    return summarise(values, statistic, [r.fold for r in runs]).value
 
 
 def build_cells(
     settings: ReportSettings, results: list[RunResult], refs: dict[str, ReferenceTable]
-) -> dict[tuple[str, str], Cell]:
-    """One cell per configured model x task, in configuration order."""
+) -> dict[tuple[str, str, str], Cell]:
+    """One cell per configured model x task x benchmark view, in configuration order."""
     agg = settings.aggregation
     by_cell: dict[tuple[str, str], list[RunResult]] = defaultdict(list)
     for r in results:
@@ -120,25 +140,23 @@ def build_cells(
     for model, m in settings.models.items():
         for task, t in settings.tasks.items():
             runs = sorted(by_cell.get((model, task), []), key=lambda r: (r.fold, r.seed))
-            scores = [r.test for r in runs]
-            summary = summarise(scores, agg.statistic) if runs else None
-            ci = bootstrap_ci(scores, agg.statistic, agg.bootstrap_samples, agg.confidence, agg.bootstrap_seed) if runs else None
-            prec = [r.precision for r in runs]
-            rec = [r.recall for r in runs]
-            published, source = _published(settings, model, task, refs)
-            cells[(model, task)] = Cell(
-                model=model,
-                task=task,
-                runs=runs,
-                expected=max(t.expected_runs(), listed.get((model, task), 0)),
-                summary=summary,
-                ci=ci,
-                precision=summarise(prec, agg.statistic).value if runs and None not in prec else None,
-                recall=summarise(rec, agg.statistic).value if runs and None not in rec else None,
-                restricted=m.restricted or t.restricted or any(r.restricted for r in runs),
-                published=published,
-                published_source=source,
-            )
+            folds = [r.fold for r in runs]
+            for view in t.views():
+                metric, stat = t.metric_of(view), agg.statistic_of(view)
+                scores = [r.scores[metric] for r in runs]
+                published, source = _published(settings, model, task, view, refs)
+                cells[(model, task, view)] = Cell(
+                    model=model, task=task, view=view, metric=metric, statistic=stat, runs=runs,
+                    expected=max(t.expected_runs(), listed.get((model, task), 0)),
+                    summary=summarise(scores, stat, folds) if runs else None,
+                    ci=bootstrap_ci(scores, stat, agg.bootstrap_samples, agg.confidence, agg.bootstrap_seed, folds)
+                    if runs else None,
+                    precision=_over(runs, [r.precision.get(metric) for r in runs], stat),
+                    recall=_over(runs, [r.recall.get(metric) for r in runs], stat),
+                    restricted=m.restricted or t.restricted or any(r.restricted for r in runs),
+                    published=published,
+                    published_source=source,
+                )
     return cells
 
 
@@ -155,14 +173,14 @@ def _summary_row(
 
 
 def lewis_groups(
-    settings: ReportSettings, cells: dict[tuple[str, str], Cell], refs: dict[str, ReferenceTable]
+    settings: ReportSettings, cells: dict[tuple[str, str, str], Cell], refs: dict[str, ReferenceTable]
 ) -> dict[str, dict[str, SummaryRow]]:
     """model -> group -> ours and published group mean over the tasks in the lewis benchmark."""
     tasks = {n: t for n, t in settings.tasks.items() if "lewis" in t.benchmarks}
     kinds = {n: TaskKind(t.type, t.domain) for n, t in tasks.items()}
     out = {}
     for model, m in settings.models.items():
-        mine = {n: cells[(model, n)] for n in tasks}
+        mine = {n: cells[(model, n, "lewis")] for n in tasks}
         ours = group_means({n: c.value for n, c in mine.items()}, kinds)
         pub = None
         if m.published.lewis and "lewis" in refs:
@@ -174,14 +192,14 @@ def lewis_groups(
 
 
 def blurb_scores(
-    settings: ReportSettings, cells: dict[tuple[str, str], Cell], refs: dict[str, ReferenceTable]
+    settings: ReportSettings, cells: dict[tuple[str, str, str], Cell], refs: dict[str, ReferenceTable]
 ) -> dict[str, dict[str, SummaryRow]]:
     """model -> BLURB type name or 'BLURB score' -> ours and published value."""
     tasks = {n: t for n, t in settings.tasks.items() if "blurb" in t.benchmarks}
     types = {n: t.type for n, t in tasks.items()}
     out = {}
     for model, m in settings.models.items():
-        mine = {n: cells[(model, n)] for n in tasks}
+        mine = {n: cells[(model, n, "blurb")] for n in tasks}
         ours = blurb_score({n: c.value for n, c in mine.items()}, types)
         pub: Optional[BlurbScore] = None
         if m.published.blurb and "blurb" in refs:
@@ -205,6 +223,7 @@ def blurb_scores(
 @dataclass
 class Comparison:
     task: str
+    view: str
     model_a: str
     model_b: str
     cell_a: Cell
@@ -214,26 +233,30 @@ class Comparison:
     note: str
 
 
-def compare(settings: ReportSettings, cells: dict[tuple[str, str], Cell]) -> list[Comparison]:
-    """Paired comparison per task for every configured pair, on runs sharing fold and seed."""
+def compare(settings: ReportSettings, cells: dict[tuple[str, str, str], Cell]) -> list[Comparison]:
+    """Paired comparison per task and benchmark view for every configured pair, on runs
+    sharing fold and seed."""
     agg = settings.aggregation
     out = []
     for a, b in agg.compare:
-        for task in settings.tasks:
-            ca, cb = cells[(a, task)], cells[(b, task)]
-            runs_b = {(r.fold, r.seed): r.test for r in cb.runs}
-            pairs = [(r.test, runs_b[(r.fold, r.seed)]) for r in ca.runs if (r.fold, r.seed) in runs_b]
-            note, paired = "", None
-            if len(pairs) < 2:
-                note = f"{len(pairs)} run(s) with the same fold and seed in both models; need at least 2"
-            else:
-                paired = paired_comparison(
-                    [p[0] for p in pairs], [p[1] for p in pairs], agg.bootstrap_samples, agg.confidence, agg.bootstrap_seed
-                )
-                unpaired = ca.n + cb.n - 2 * len(pairs)
-                if unpaired:
-                    note = f"{unpaired} run(s) without a partner left out"
-            out.append(Comparison(task, a, b, ca, cb, len(pairs), paired, note))
+        for task, t in settings.tasks.items():
+            for view in t.views():
+                ca, cb = cells[(a, task, view)], cells[(b, task, view)]
+                runs_b = {(r.fold, r.seed): s for r, s in zip(cb.runs, cb.scores)}
+                pairs = [(s, runs_b[(r.fold, r.seed)]) for r, s in zip(ca.runs, ca.scores)
+                         if (r.fold, r.seed) in runs_b]
+                note, paired = "", None
+                if len(pairs) < 2:
+                    note = f"{len(pairs)} run(s) with the same fold and seed in both models; need at least 2"
+                else:
+                    paired = paired_comparison(
+                        [p[0] for p in pairs], [p[1] for p in pairs], agg.bootstrap_samples, agg.confidence,
+                        agg.bootstrap_seed,
+                    )
+                    unpaired = ca.n + cb.n - 2 * len(pairs)
+                    if unpaired:
+                        note = f"{unpaired} run(s) without a partner left out"
+                out.append(Comparison(task, view, a, b, ca, cb, len(pairs), paired, note))
     return out
 
 

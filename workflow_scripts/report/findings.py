@@ -112,7 +112,8 @@ def baseline_findings(settings: ReportSettings, medians: pd.DataFrame, spread: p
     real = [n for n, m in settings.models.items() if not m.is_control]
     if not baselines or not real:
         return []
-    low = {(r.model, r.task): r.ci_low for r in spread.itertuples(index=False)}
+    shown = {(r.task, r.benchmark) for r in medians.itertuples(index=False)}  # each task's table view
+    low = {(r.model, r.task): r.ci_low for r in spread.itertuples(index=False) if (r.task, r.benchmark) in shown}
     value = {(r.model, r.task): r.value for r in medians.itertuples(index=False)}
     out = []
     for task, t in settings.tasks.items():

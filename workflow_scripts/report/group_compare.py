@@ -43,19 +43,21 @@ def group_members(settings: ReportSettings) -> dict[str, list[str]]:
     return members
 
 
-def seed_means(cells: dict[tuple[str, str], Cell], model: str, tasks: list[str]) -> dict[int, float]:
-    """seed -> mean over ``tasks`` of the seed's score (x100), for seeds every task has."""
+def seed_means(cells: dict[tuple[str, str, str], Cell], model: str, tasks: list[str]) -> dict[int, float]:
+    """seed -> mean over ``tasks`` of the seed's score (x100, in the Lewis et al. metric), for
+    seeds every task has."""
     per_task: dict[str, dict[int, float]] = {}
     for task in tasks:
         by_seed: dict[int, list[float]] = defaultdict(list)
-        for r in cells[(model, task)].runs:
-            by_seed[r.seed].append(r.test)
+        cell = cells[(model, task, "lewis")]
+        for r in cell.runs:
+            by_seed[r.seed].append(r.scores[cell.metric])
         per_task[task] = {s: sum(v) / len(v) for s, v in by_seed.items()}
     seeds = set.intersection(*(set(v) for v in per_task.values())) if per_task else set()
     return {s: 100.0 * sum(per_task[t][s] for t in tasks) / len(tasks) for s in sorted(seeds)}
 
 
-def compare_groups(settings: ReportSettings, cells: dict[tuple[str, str], Cell],
+def compare_groups(settings: ReportSettings, cells: dict[tuple[str, str, str], Cell],
                    groups: dict) -> list[GroupComparison]:
     """Every configured pair on every group that has member tasks."""
     agg = settings.aggregation

@@ -11,7 +11,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from ..errors import PipelineError
 from .settings import ReportSettings, RunEntry
@@ -26,11 +26,16 @@ class RunResult:
     fold: int
     seed: int
     path: str
-    test: float
+    scores: dict[str, float]
     dev: Optional[float]
-    precision: Optional[float]
-    recall: Optional[float]
+    precision: dict[str, float]
+    recall: dict[str, float]
     restricted: bool
+
+    @property
+    def test(self) -> float:
+        """The headline test score (the task's first metric)."""
+        return next(iter(self.scores.values()))
 
 
 def _number(data: dict, key: str, path: str, optional: bool = False) -> Optional[float]:
@@ -64,30 +69,39 @@ def _section(data: dict, key: str, path: str) -> dict:
     return section
 
 
-def parse_metrics(data: Any, run: RunEntry, metric: str, path: str) -> RunResult:
-    """Check one metrics.json document against the run it should describe."""
+def parse_metrics(data: Any, run: RunEntry, metric: Union[str, dict[str, str]], names: list[str],
+                  path: str) -> RunResult:
+    """Check one metrics.json document against the run it should describe; ``names`` are the
+    metrics the tables read from its test section."""
     if not isinstance(data, dict):
         raise PipelineError(f"{path}: expected a JSON object, got {type(data).__name__}")
     for key, expected in (("model", run.model), ("task", run.task), ("fold", run.fold), ("seed", run.seed)):
         if key in data and data[key] != expected:
             raise PipelineError(f"{path}: key {key!r} is {data[key]!r} but the run is listed with {expected!r}")
     if "metric" in data and data["metric"] != metric:
-        raise PipelineError(f"{path}: key 'metric' is {data['metric']!r} but task {run.task} is scored by {metric!r}")
+        raise PipelineError(
+            f"{path}: key 'metric' is {data['metric']!r} but task {run.task} is scored by {metric!r}; "
+            "rerun the fine-tuning step"
+        )
     test = _section(data, "test", path)
     dev = data.get("dev")
     if dev is not None and not isinstance(dev, dict):
         raise PipelineError(f"{path}: key 'dev' must be a mapping with a 'score', got {dev!r}")
+    details = test.get("by_metric") if isinstance(test.get("by_metric"), dict) else {}
+    scores, precision, recall = {}, {}, {}
+    for name in names:
+        # A run of a task with a single metric may carry it as 'score' only.
+        single = name not in test and name == metric
+        scores[name] = _number(test, "score" if single else name, f"{path}: test")
+        detail = test if single else details.get(name)
+        detail = detail if isinstance(detail, dict) else {}
+        for extra, into in (("precision", precision), ("recall", recall)):
+            value = _number(detail, extra, f"{path}: test.by_metric.{name}", optional=True)
+            if value is not None:
+                into[name] = value
     return RunResult(
-        model=run.model,
-        task=run.task,
-        fold=run.fold,
-        seed=run.seed,
-        path=path,
-        test=_number(test, "score", f"{path}: test"),
-        dev=_dev_score(dev),
-        precision=_number(test, "precision", f"{path}: test", optional=True),
-        recall=_number(test, "recall", f"{path}: test", optional=True),
-        restricted=bool(data.get("restricted", False)),
+        model=run.model, task=run.task, fold=run.fold, seed=run.seed, path=path, scores=scores,
+        dev=_dev_score(dev), precision=precision, recall=recall, restricted=bool(data.get("restricted", False)),
     )
 
 
@@ -103,5 +117,7 @@ def load_runs(settings: ReportSettings, root: Path) -> tuple[list[RunResult], li
             data = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise PipelineError(f"{run.metrics}: not valid JSON ({exc.msg} at line {exc.lineno}); rerun the fine-tuning step") from exc
-        found.append(parse_metrics(data, run, settings.tasks[run.task].metric, run.metrics))
+        task = settings.tasks[run.task]
+        needed = list(dict.fromkeys(task.metric_of(view) for view in task.views()))
+        found.append(parse_metrics(data, run, task.metric, needed, run.metrics))
     return found, missing

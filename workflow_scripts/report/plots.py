@@ -25,11 +25,15 @@ import numpy as np  # noqa: E402
 from .. import provenance  # noqa: E402
 from ..atomic import atomic_file  # noqa: E402
 from ..cli import run  # noqa: E402
+from ..config.typed import to_dict  # noqa: E402
 from ..errors import PipelineError  # noqa: E402
+from ..tasks.metrics import LABELS  # noqa: E402
 from . import controls  # noqa: E402
+from .aggregate import primary_view  # noqa: E402
 from .metrics import RunResult, load_runs  # noqa: E402
+from .render import LEGEND, RESTRICTED, marked  # noqa: E402
 from .settings import ReportSettings, load, parse_args  # noqa: E402
-from .stats import STATISTICS  # noqa: E402
+from .stats import summarise  # noqa: E402
 
 log = logging.getLogger(__name__)
 FIGURES = ("scores.png", "pretrain_loss.png", "pretrain_speed.png", "vocab_fragmentation.png")
@@ -42,10 +46,17 @@ def _save(fig, path: Path) -> Path:
     return path
 
 
+def footnoted(title: str, labels: list[str]) -> str:
+    """``title``, with the restricted mark's meaning where a label carries it."""
+    if any(label.endswith(RESTRICTED) for label in labels):
+        title += f"\n{RESTRICTED} {LEGEND[RESTRICTED]}"
+    return title
+
+
 def _legend_below(fig, title: str, handles: list, labels: list[str]) -> None:
     """One legend for all panels, under them in rows of three, and the title above."""
     fig.legend(handles, labels, loc="lower center", ncol=min(3, len(labels)), fontsize=8)
-    fig.suptitle(title)
+    fig.suptitle(footnoted(title, labels))
     fig.tight_layout(rect=(0, 0.08 + 0.04 * (len(labels) // 3), 1, 1))
 
 
@@ -59,43 +70,53 @@ def _placeholder(path: Path, title: str, reason: str) -> Path:
 
 
 def plot_scores(settings: ReportSettings, results: list[RunResult], path: Path) -> Path:
-    """One panel per task: every run's test score per model, and the statistic as a line."""
+    """One panel per task: every run's test score per model, and the statistic as a line; each
+    task in the metric and statistic of its main table (Lewis et al.'s where it is in both)."""
     title = "Test scores over seeds"
     if not results:
         return _placeholder(path, title, "No fine-tuning results yet: no metrics.json of the listed runs exists.")
-    by_cell: dict[tuple[str, str], list[float]] = defaultdict(list)
+    by_cell: dict[tuple[str, str], list[RunResult]] = defaultdict(list)
     for r in results:
         if r.fold in settings.tasks[r.task].evaluation_folds():
-            by_cell[(r.model, r.task)].append(100.0 * r.test)
+            by_cell[(r.model, r.task)].append(r)
     tasks = [t for t in settings.tasks if any((m, t) in by_cell for m in settings.models)]
     models = list(settings.models)
     cols = min(3, len(tasks))
     rows = -(-len(tasks) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), squeeze=False)
     rng = np.random.default_rng(0)
-    stat = STATISTICS[settings.aggregation.statistic]
+    shown: list[str] = []
     for ax, task in zip(axes.flat, tasks):
         t = settings.tasks[task]
+        view = primary_view(t)
+        metric, stat = t.metric_of(view), settings.aggregation.statistic_of(view)
+        values = []
         for i, model in enumerate(models):
-            scores = by_cell.get((model, task), [])
-            if not scores:
+            runs = by_cell.get((model, task), [])
+            if not runs:
                 continue
+            scores = [100.0 * r.scores[metric] for r in runs]
+            values += scores
             # controls in grey with hollow dots, so no one reads them as one of the models
             colour = "0.5" if settings.models[model].is_control else f"C{i}"
             face = "none" if settings.models[model].is_control else colour
-            ax.hlines(stat(scores), i - 0.3, i + 0.3, color=colour, linewidth=2.5)
+            ax.hlines(summarise(scores, stat, [r.fold for r in runs]).value, i - 0.3, i + 0.3, color=colour,
+                      linewidth=2.5)
             ax.scatter(i + rng.uniform(-0.15, 0.15, len(scores)), scores, edgecolors=colour, facecolors=face, s=14,
                        zorder=3)
-        ax.set_xticks(range(len(models)), controls.labels(settings, models), rotation=30, ha="right")
-        ax.set_title(t.display + (" †" if t.restricted else ""))
-        ax.set_ylabel(f"{t.metric} x100")
-        values = [v for m in models for v in by_cell.get((m, task), [])]
+        # a run marked without its task being so was trained on credentialed data
+        restricted = {r.model for r in results if r.task == task and r.restricted and not t.restricted}
+        labels = [marked(controls.label(settings, m), settings.models[m].restricted or m in restricted) for m in models]
+        ax.set_xticks(range(len(models)), labels, rotation=30, ha="right")
+        shown += [*labels, marked(t.display, t.restricted)]
+        ax.set_title(f"{shown[-1]}\n{view}: line = {stat}", fontsize=9)
+        ax.set_ylabel(f"{LABELS.get(metric, metric)} x100", fontsize=8)
         pad = max(1.0, 0.15 * (max(values) - min(values)))
         ax.set_xlim(-0.6, len(models) - 0.4)
         ax.set_ylim(min(values) - pad, max(values) + pad)
     for ax in list(axes.flat)[len(tasks):]:
         ax.axis("off")
-    fig.suptitle(f"{title}: dots are runs, lines the {settings.aggregation.statistic}")
+    fig.suptitle(footnoted(f"{title}: dots are runs, lines the statistic of the task's benchmark", shown))
     fig.tight_layout()
     return _save(fig, path)
 
@@ -159,7 +180,8 @@ def _draw(ax, settings: ReportSettings, logs: dict[str, dict], key: str) -> bool
     for model, series in logs.items():
         if series.get(key):
             steps, values = zip(*sorted(series[key]))
-            ax.plot(steps, values, label=settings.models[model].display if model in settings.models else model)
+            name = settings.models[model].display if model in settings.models else model
+            ax.plot(steps, values, label=marked(name, model in settings.restricted_models))
             drew = True
     ax.set_xlabel("step")
     return drew
@@ -173,7 +195,7 @@ def plot_pretrain_loss(settings: ReportSettings, logs: dict[str, dict], path: Pa
     fig, ax = plt.subplots(figsize=(6.5, 4))
     _draw(ax, settings, logs, "mlm")
     ax.set_ylabel("training MLM loss (ELECTRA: generator)")
-    ax.set_title(title)
+    ax.set_title(footnoted(title, ax.get_legend_handles_labels()[1]), fontsize=10)
     ax.legend()
     fig.tight_layout()
     return _save(fig, path)
@@ -216,6 +238,7 @@ def plot_vocab(settings: ReportSettings, root: Path, path: Path) -> tuple[Path, 
     """Mean word pieces per word (all words, entity words) per task and tokenizer."""
     title = "Vocabulary fragmentation"
     series: dict[str, dict[str, dict]] = {}
+    restricted: set[str] = set()
     used = []
     for vocab, rel in settings.vocab_diagnostics.items():
         p = root / rel
@@ -226,6 +249,8 @@ def plot_vocab(settings: ReportSettings, root: Path, path: Path) -> tuple[Path, 
         for name, t in read_diagnostics(p).items():
             label = name if name == vocab or len(settings.vocab_diagnostics) == 1 else f"{vocab}: {name}"
             series.setdefault(label, t)
+            if name in settings.restricted_vocabularies or name in settings.restricted_models:
+                restricted.add(label)
     if not series:
         reason = "No vocabulary diagnostics configured." if not settings.vocab_diagnostics else "No vocabulary diagnostics found."
         return _placeholder(path, title, reason), used
@@ -240,6 +265,7 @@ def plot_vocab(settings: ReportSettings, root: Path, path: Path) -> tuple[Path, 
                 legend += f" ({t['size']} pieces"
                 cov = t.get("term_coverage")
                 legend += f", {100 * cov:.0f}% terms whole)" if isinstance(cov, (int, float)) else ")"
+            legend = marked(legend, name in restricted)
             ax.bar(np.arange(len(tasks)) + i * width - 0.4 + width / 2, values, width, label=legend, color=f"C{i}")
         ax.set_xticks(range(len(tasks)), tasks, rotation=30, ha="right")
         ax.set_title(f"Pieces per word: {label}")
@@ -269,7 +295,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             "pretrain_logs": [str(p) for p in logs],
             "vocab_diagnostics": [str(p) for p in diagnostics],
         },
-        params={"statistic": settings.aggregation.statistic},
+        params={"statistic": to_dict(settings.aggregation.statistic)},
         outputs=[scores, loss, speed, vocab],
         started=started,
         path=out / "plots.provenance.json",

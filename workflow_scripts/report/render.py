@@ -21,6 +21,13 @@ LEGEND = {
     RESTRICTED: "derived from credentialed data (MIMIC-III, i2b2, MedNLI); access needs a data use agreement",
     INCOMPLETE: "fewer runs than configured, or member tasks without results (see missing.md)",
 }
+
+
+def marked(label: str, restricted: bool) -> str:
+    """A label (plot legend, table row) with the restricted mark where it applies."""
+    return f"{label} {RESTRICTED}" if restricted else label
+
+
 _TEX_MARKS = {RESTRICTED: r"\dagger", INCOMPLETE: r"\ddagger"}
 _TEX_ESCAPES = {
     "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",

@@ -10,13 +10,17 @@ import argparse
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal, Optional, Union
 
 from ..config.typed import load_settings
 from ..errors import PipelineError
+from ..tasks.metrics import check_task_metric, metric_for, metric_names
+from ..tasks.spec import BENCHMARKS
 
 TaskType = Literal["ner", "pico", "relation", "similarity", "doc_classification", "qa", "nli"]
-BENCHMARKS = ("lewis", "blurb")
+Statistic = Literal["median", "mean"]
+# The view of a task in neither benchmark (a study's own task).
+OTHER = "other"
 
 
 @dataclass
@@ -62,10 +66,12 @@ class TaskReference:
 class TaskEntry:
     display: str = field(metadata={"help": "Name shown in table rows and plot titles."})
     type: TaskType = field(metadata={"help": "Task type; decides the Lewis group (Seq. Lab./Classif.) and the BLURB type."})
+    metric: Union[str, dict[str, str]] = field(
+        metadata={"help": "The task's metric name, or one per benchmark; its metrics.json files must name the same."}
+    )
     domain: Literal["pubmed", "clinical"] = field(default="pubmed", metadata={"help": "Text domain; decides the PubMed/Clinical group."})
     benchmarks: list[str] = field(default_factory=list, metadata={"help": "Benchmarks the task counts towards: lewis (group means) and/or blurb (BLURB score)."})
     reference: TaskReference = field(default_factory=TaskReference, metadata={"help": "Names of this task in the published reference tables."})
-    metric: str = field(default="f1", metadata={"help": "Name of the test metric; every metrics.json of the task must report the same one."})
     folds: int = field(default=0, metadata={"help": "Cross-validation folds: 0 for a fixed train/dev/test split (run as fold 0), 10 for GAD and EU-ADR."})
     selection_fold: Optional[int] = field(
         default=None, metadata={"help": "Fold used only to choose hyper-parameters; excluded from the statistic (Lewis et al.)."}
@@ -85,6 +91,18 @@ class TaskEntry:
             raise PipelineError(f"{where}.selection_fold: {self.selection_fold} is not a fold in 0..{self.folds - 1}")
         if len(set(self.seeds)) != len(self.seeds):
             raise PipelineError(f"{where}.seeds: seeds repeat ({self.seeds})")
+        check_task_metric(self.metric, self.benchmarks, f"{where}.metric")
+
+    def views(self) -> list[str]:
+        """The benchmarks whose tables show the task, each with its own metric and statistic
+        (``other`` for a task in neither)."""
+        return list(self.benchmarks) or [OTHER]
+
+    def metric_of(self, view: str) -> str:
+        return metric_for(self.metric, view)
+
+    def metric_names(self) -> list[str]:
+        return metric_names(self.metric)
 
     def run_folds(self) -> list[int]:
         """Fold numbers of the runs: 0..folds-1, or just 0 for a fixed split."""
@@ -108,9 +126,19 @@ class RunEntry:
 
 
 @dataclass
+class Statistics:
+    """Statistic over seeds of each benchmark's tables (folded tasks: per fold, then over folds)."""
+
+    lewis: Statistic = field(default="median", metadata={"help": "Lewis et al. tables and group means (medians)."})
+    blurb: Statistic = field(default="mean", metadata={"help": "BLURB table and score (Gu et al. report means)."})
+    other: Statistic = field(default="median", metadata={"help": "Tasks in neither benchmark."})
+
+
+@dataclass
 class Aggregation:
-    statistic: Literal["median", "mean"] = field(
-        default="median", metadata={"help": "Statistic over seeds (and folds) shown in the tables: median (Lewis et al.) or mean (Gu et al.)."}
+    statistic: Union[Statistic, Statistics] = field(
+        default_factory=Statistics,
+        metadata={"help": "Statistic over seeds per benchmark ({lewis: median, blurb: mean}), or one for all."},
     )
     bootstrap_samples: int = field(default=1000, metadata={"help": "Bootstrap resamples for the confidence interval of each cell and each paired difference."})
     confidence: float = field(default=0.95, metadata={"help": "Confidence level of the bootstrap intervals."})
@@ -118,6 +146,9 @@ class Aggregation:
     compare: list[list[str]] = field(
         default_factory=list, metadata={"help": "Pairs [MODEL_A, MODEL_B] compared per task on runs with the same seed and fold."}
     )
+
+    def statistic_of(self, view: str) -> Statistic:
+        return self.statistic if isinstance(self.statistic, str) else getattr(self.statistic, view)
 
     def validate(self, where: str) -> None:
         if self.bootstrap_samples < 1:
@@ -144,6 +175,12 @@ class ReportSettings:
     reference: ReferencePaths = field(default_factory=ReferencePaths, metadata={"help": "Published reference tables."})
     pretrain_logs: dict[str, str] = field(default_factory=dict, metadata={"help": "Pretraining train_log.jsonl per model, for the loss, schedule, speed and memory plots."})
     vocab_diagnostics: dict[str, str] = field(default_factory=dict, metadata={"help": "diagnostics.json per vocabulary, for the fragmentation plot."})
+    restricted_models: list[str] = field(
+        default_factory=list, metadata={"help": "Models derived from credentialed data (marked in plot legends)."}
+    )
+    restricted_vocabularies: list[str] = field(
+        default_factory=list, metadata={"help": "Vocabularies learned from credentialed data (marked in plot legends)."}
+    )
 
     def validate(self, where: str) -> None:
         prefix = f"{where}." if where else ""

@@ -29,13 +29,24 @@ class Summary:
     n: int
 
 
-def summarise(values: Sequence[float], statistic: str = "median") -> Summary:
-    """The chosen statistic and the spread of ``values`` (sample std; none for a single run)."""
+def per_fold(values: Sequence[float], folds: Sequence[int], statistic: str) -> list[float]:
+    """The statistic over the values (seeds) of each fold, in fold order."""
+    by_fold: dict[int, list[float]] = {}
+    for value, fold in zip(values, folds):
+        by_fold.setdefault(fold, []).append(value)
+    return [float(STATISTICS[statistic](by_fold[f])) for f in sorted(by_fold)]
+
+
+def summarise(values: Sequence[float], statistic: str = "median", folds: Optional[Sequence[int]] = None) -> Summary:
+    """The chosen statistic and the spread of ``values`` (sample std; none for a single run).
+    With ``folds`` (each value's fold) the statistic is taken over seeds within each fold, then
+    over the folds' values (Lewis et al. on GAD and EU-ADR); the spread is over all runs."""
     a = np.asarray(values, dtype=float)
     if a.size == 0:
         raise ValueError("no values to summarise")
+    level = a if folds is None else np.asarray(per_fold(values, folds, statistic))
     return Summary(
-        value=float(STATISTICS[statistic](a)),
+        value=float(STATISTICS[statistic](level)),
         mean=float(a.mean()),
         std=float(a.std(ddof=1)) if a.size > 1 else None,
         min=float(a.min()),
@@ -45,9 +56,13 @@ def summarise(values: Sequence[float], statistic: str = "median") -> Summary:
 
 
 def bootstrap_ci(
-    values: Sequence[float], statistic: str, samples: int, confidence: float, seed: int
+    values: Sequence[float], statistic: str, samples: int, confidence: float, seed: int,
+    folds: Optional[Sequence[int]] = None,
 ) -> tuple[float, float]:
-    """Percentile bootstrap interval of ``statistic`` over resamples of ``values``."""
+    """Percentile bootstrap interval of ``statistic`` over resamples of ``values`` (with
+    ``folds``: of the per-fold statistics, when there are several folds)."""
+    if folds is not None and len(set(folds)) > 1:
+        values = per_fold(values, folds, statistic)
     a = np.asarray(values, dtype=float)
     rng = np.random.default_rng(seed)
     idx = rng.integers(0, a.size, size=(samples, a.size))

@@ -2,11 +2,14 @@
 
 Usage: python -m workflow_scripts.report.tables --settings results/configs/report.yaml --out results/tables
 
-Writes to --out: medians.{csv,md,tex} (tasks x models as in Lewis et al. Table 7, group means
-at the bottom of the Markdown/LaTeX; the CSV has one row per model x task with the number of
-runs, the published value and the difference), groups.{csv,md,tex}, blurb.{csv,md,tex},
-spread.csv, comparisons.csv, missing.md and provenance.json (written last). How runs are
-aggregated is described in ``aggregate``; the group and BLURB definitions in ``groups``.
+Writes to --out: medians.{csv,md,tex} (tasks x models as in Lewis et al. Table 7, each task in
+its benchmark's metric and statistic, Lewis et al.'s where it is in both; group means at the
+bottom of the Markdown/LaTeX; the CSV has one row per model x task with the metric, the
+statistic, the number of runs, the published value and the difference), groups.{csv,md,tex}
+(Lewis et al.'s metrics and statistic), blurb.{csv,md,tex} (BLURB's), spread.csv and
+comparisons.csv (one row per model x task x benchmark), missing.md and provenance.json
+(written last). How runs are aggregated is described in ``aggregate``; the group and BLURB
+definitions in ``groups``.
 """
 
 from __future__ import annotations
@@ -21,11 +24,13 @@ from ..cli import run
 from ..atomic import write_text
 from ..config.typed import to_dict
 from . import controls, render
-from .aggregate import Cell, SummaryRow, blurb_scores, build_cells, compare, lewis_groups, missing_runs
+from ..tasks.metrics import LABELS
+from .aggregate import (Cell, SummaryRow, blurb_scores, build_cells, compare, lewis_groups, missing_runs,
+                        primary_view)
 from .group_compare import GROUP_PREFIX, compare_groups
 from .groups import GROUPS
 from .metrics import RunResult, load_runs
-from .reference import BLURB_TASKS, LEWIS_TASKS, ReferenceTable, read_reference
+from .reference import BLURB_SCORE_ROW, BLURB_TASKS, LEWIS_TASKS, ReferenceTable, read_reference
 from .render import INCOMPLETE, NO_VALUE, RESTRICTED
 from .settings import ReportSettings, RunEntry, load, parse_args
 
@@ -38,7 +43,7 @@ class Built:
     written: list[Path]
     results: list[RunResult]
     missing: list[RunEntry]
-    cells: dict[tuple[str, str], Cell]
+    cells: dict[tuple[str, str, str], Cell]
 
 
 def _r(value: Optional[float]) -> Optional[float]:
@@ -106,82 +111,118 @@ def _published_note(settings: ReportSettings, *benches: str) -> list[str]:
     return ["In parentheses: published value and our difference (" + "; ".join(named) + ")."]
 
 
+def _measure(settings: ReportSettings, task: str, view: str) -> str:
+    """What a task's row shows: its metric and the statistic over seeds."""
+    metric = settings.tasks[task].metric_of(view)
+    return f"{LABELS.get(metric, metric)}, {settings.aggregation.statistic_of(view)}"
+
+
+def _folds_note(settings: ReportSettings, tasks: Sequence[str]) -> list[str]:
+    folded = [settings.tasks[t] for t in tasks if settings.tasks[t].selection_fold is not None]
+    if not folded:
+        return []
+    names = ", ".join(t.display for t in folded)
+    return [f"{names}: the statistic over the seeds of each fold, then over the folds other than the one that "
+            "chose the hyper-parameters."]
+
+
 def medians_table(settings: ReportSettings, cells: dict, groups: dict, out: Path) -> list[Path]:
-    stat = settings.aggregation.statistic
-    header = ["model", "model_display", "task", "task_display", "metric", "statistic", "value", "n", "expected_n",
-              "status", "published", "published_source", "difference", "restricted", "note"]
+    lewis_stat = settings.aggregation.statistic_of("lewis")
+    header = ["model", "model_display", "task", "task_display", "benchmark", "metric", "statistic", "value", "n",
+              "expected_n", "status", "published", "published_source", "difference", "restricted", "note"]
+    shown = {name: cells_of(cells, name, primary_view(t)) for name, t in settings.tasks.items()}
     rows = [
         {
             "model": c.model, "model_display": settings.models[c.model].display, "task": c.task,
-            "task_display": settings.tasks[c.task].display, "metric": settings.tasks[c.task].metric, "statistic": stat,
-            "value": _r(c.value), "n": c.n, "expected_n": c.expected, "status": c.status, "published": c.published,
-            "published_source": c.published_source, "difference": _r(c.difference), "restricted": c.restricted,
-            "note": c.note,
+            "task_display": settings.tasks[c.task].display, "benchmark": c.view, "metric": c.metric,
+            "statistic": c.statistic, "value": _r(c.value), "n": c.n, "expected_n": c.expected, "status": c.status,
+            "published": c.published, "published_source": c.published_source, "difference": _r(c.difference),
+            "restricted": c.restricted, "note": c.note,
         }
-        for c in cells.values()
+        for by_model in shown.values() for c in by_model.values()
     ]
     models = list(settings.models)
-    display = [[(t.display, "")] + [_cell_display(cells[(m, name)], cells[(m, name)].published, 1) for m in models] for name, t in settings.tasks.items()]
+    display = [
+        [(t.display, ""), (_measure(settings, name, primary_view(t)), "")]
+        + [_cell_display(shown[name][m], shown[name][m].published, 1) for m in models]
+        for name, t in settings.tasks.items()
+    ]
     if any("lewis" in t.benchmarks for t in settings.tasks.values()):
-        display += [[(f"Mean ({g})", "")] + [_row_display(groups[m][g], 1) for m in models] for g in GROUPS]
-    title = f"Test results, {stat} over seeds (x100)"
+        display += [[(f"Mean ({g})", ""), (f"mean of the tasks' {lewis_stat}s", "")]
+                    + [_row_display(groups[m][g], 1) for m in models] for g in GROUPS]
+    title = "Test results per task (x100), each in its benchmark's metric and statistic over seeds"
     return render.write_table(
-        out, "medians", header, rows, title, ["Task"] + controls.labels(settings, models), display,
-        _published_note(settings, "lewis", "blurb") + controls.notes(settings),
+        out, "medians", header, rows, title,
+        ["Task", "Metric, statistic"] + controls.labels(settings, models), display,
+        _published_note(settings, "lewis", "blurb") + _folds_note(settings, list(settings.tasks))
+        + controls.notes(settings),
     )
+
+
+def cells_of(cells: dict, task: str, view: str) -> dict[str, Cell]:
+    """model -> cell of one task in one benchmark view."""
+    return {c.model: c for (_, t, v), c in cells.items() if t == task and v == view}
 
 
 def summary_table(
     settings: ReportSettings, summaries: dict, out: Path, stem: str, bench: str, label: str, title: str, digits: int,
-    extra_rows: Sequence[Sequence[render.DisplayCell]] = (), row_header: str = "",
+    row_header: str = "",
 ) -> list[Path]:
-    header = ["model", "model_display", label, "value", "published", "published_source", "difference",
-              "members", "missing", "restricted", "note"]
+    """A benchmark's table: its tasks' cells (the BLURB table lists them), then the summary rows
+    (group means, type means, the BLURB score), each beside the published value."""
+    stat = settings.aggregation.statistic_of(bench)
+    header = ["model", "model_display", label, "metric", "statistic", "value", "published", "published_source",
+              "difference", "members", "missing", "restricted", "note"]
+    tasks = [n for n, t in settings.tasks.items() if bench in t.benchmarks] if bench == "blurb" else []
+    models = list(settings.models)
     rows = []
-    for model, by_name in summaries.items():
+    for model in models:
         column = getattr(settings.models[model].published, bench)
-        for name, row in by_name.items():
+        for name in tasks:
+            c = summaries["cells"][(model, name, bench)]
             rows.append({
-                "model": model, "model_display": settings.models[model].display, label: name,
-                "value": _r(row.ours.value), "published": _r(row.published.value) if row.published else None,
+                "model": model, "model_display": settings.models[model].display, label: name, "metric": c.metric,
+                "statistic": stat, "value": _r(c.value), "published": c.published, "published_source": column or "",
+                "difference": _r(c.difference), "members": name, "missing": "" if c.value is not None else name,
+                "restricted": c.restricted, "note": c.note,
+            })
+        for name, row in summaries["rows"][model].items():
+            rows.append({
+                "model": model, "model_display": settings.models[model].display, label: name, "metric": "",
+                "statistic": stat, "value": _r(row.ours.value),
+                "published": _r(row.published.value) if row.published else None,
                 "published_source": column or "", "difference": _r(row.difference),
                 "members": ";".join(row.ours.members), "missing": ";".join(row.ours.missing),
                 "restricted": row.restricted, "note": row.note,
             })
-    models = list(settings.models)
-    names = list(next(iter(summaries.values())).keys()) if summaries else []
-    display = list(extra_rows) + [[(n, "")] + [_row_display(summaries[m][n], digits) for m in models] for n in names]
-    return render.write_table(
-        out, stem, header, rows, title, [row_header or label.capitalize()] + controls.labels(settings, models), display,
-        _published_note(settings, bench) + controls.notes(settings),
-    )
-
-
-def blurb_task_rows(settings: ReportSettings, cells: dict, refs: dict) -> list[list[render.DisplayCell]]:
-    """Per-task rows of the BLURB table, beside the Gu et al. value of each task."""
-    rows = []
-    for name, t in settings.tasks.items():
-        if "blurb" not in t.benchmarks:
-            continue
-        row = [(t.display, "")]
-        for model, m in settings.models.items():
-            pub = refs["blurb"].get(t.reference.blurb, m.published.blurb) if "blurb" in refs and m.published.blurb and t.reference.blurb else None
-            row.append(_cell_display(cells[(model, name)], pub, 2))
-        rows.append(row)
-    return rows
+    names = list(next(iter(summaries["rows"].values())).keys()) if summaries["rows"] else []
+    display = [
+        [(settings.tasks[n].display, ""), (_measure(settings, n, bench), "")]
+        + [_cell_display(summaries["cells"][(m, n, bench)], summaries["cells"][(m, n, bench)].published, digits)
+           for m in models]
+        for n in tasks
+    ]
+    display += [[(n, ""), ("mean of the type means" if n == BLURB_SCORE_ROW else f"mean of per-task {stat}s", "")]
+                + [_row_display(summaries["rows"][m][n], digits) for m in models] for n in names]
+    header_row = [row_header or label.capitalize(), "Metric, statistic"] + controls.labels(settings, models)
+    notes = _published_note(settings, bench)
+    notes += _folds_note(settings, [n for n, t in settings.tasks.items() if bench in t.benchmarks])
+    notes += controls.notes(settings)
+    return render.write_table(out, stem, header, rows, title, header_row, display, notes)
 
 
 def spread_csv(settings: ReportSettings, cells: dict, out: Path) -> Path:
     agg = settings.aggregation
-    header = ["model", "task", "statistic", "value", "mean", "std", "min", "max", "n", "expected_n", "ci_low", "ci_high",
-              "confidence", "bootstrap_samples", "precision", "recall", "status", "restricted"]
+    header = ["model", "task", "benchmark", "metric", "statistic", "value", "mean", "std", "min", "max", "n",
+              "expected_n", "ci_low", "ci_high", "confidence", "bootstrap_samples", "precision", "recall", "status",
+              "restricted"]
     rows = []
     for c in cells.values():
         s = c.summary
         rows.append({
-            "model": c.model, "task": c.task, "statistic": agg.statistic, "value": _r(c.value),
-            "mean": _pct(s.mean if s else None), "std": _pct(s.std if s else None), "min": _pct(s.min if s else None),
-            "max": _pct(s.max if s else None), "n": c.n, "expected_n": c.expected,
+            "model": c.model, "task": c.task, "benchmark": c.view, "metric": c.metric, "statistic": c.statistic,
+            "value": _r(c.value), "mean": _pct(s.mean if s else None), "std": _pct(s.std if s else None),
+            "min": _pct(s.min if s else None), "max": _pct(s.max if s else None), "n": c.n, "expected_n": c.expected,
             "ci_low": _pct(c.ci[0] if c.ci else None), "ci_high": _pct(c.ci[1] if c.ci else None),
             "confidence": agg.confidence, "bootstrap_samples": agg.bootstrap_samples,
             "precision": _pct(c.precision), "recall": _pct(c.recall), "status": c.status, "restricted": c.restricted,
@@ -193,15 +234,16 @@ def spread_csv(settings: ReportSettings, cells: dict, out: Path) -> Path:
 
 def comparisons_csv(settings: ReportSettings, cells: dict, groups: dict, out: Path) -> Path:
     agg = settings.aggregation
-    header = ["task", "model_a", "model_b", "statistic", "value_a", "value_b", "difference", "n_pairs",
-              "mean_paired_difference", "ci_low", "ci_high", "confidence", "p_sign_flip", "wins_a", "wins_b",
-              "beyond_noise", "note"]
+    header = ["task", "benchmark", "metric", "model_a", "model_b", "statistic", "value_a", "value_b", "difference",
+              "n_pairs", "mean_paired_difference", "ci_low", "ci_high", "confidence", "p_sign_flip", "wins_a",
+              "wins_b", "beyond_noise", "note"]
     rows = []
     for c in compare(settings, cells):
         p = c.paired
         diff = None if c.cell_a.value is None or c.cell_b.value is None else c.cell_a.value - c.cell_b.value
         rows.append({
-            "task": c.task, "model_a": c.model_a, "model_b": c.model_b, "statistic": agg.statistic,
+            "task": c.task, "benchmark": c.view, "metric": c.cell_a.metric, "model_a": c.model_a,
+            "model_b": c.model_b, "statistic": c.cell_a.statistic,
             "value_a": _r(c.cell_a.value), "value_b": _r(c.cell_b.value), "difference": _r(diff),
             "n_pairs": c.n_pairs,
             "mean_paired_difference": _r(100 * p.mean_diff) if p else None,
@@ -214,7 +256,8 @@ def comparisons_csv(settings: ReportSettings, cells: dict, groups: dict, out: Pa
         p = g.paired
         diff = None if g.value_a is None or g.value_b is None else g.value_a - g.value_b
         rows.append({
-            "task": GROUP_PREFIX + g.group, "model_a": g.model_a, "model_b": g.model_b, "statistic": "mean",
+            "task": GROUP_PREFIX + g.group, "benchmark": "lewis", "metric": "mean over the group's tasks",
+            "model_a": g.model_a, "model_b": g.model_b, "statistic": "mean",
             "value_a": _r(g.value_a), "value_b": _r(g.value_b), "difference": _r(diff), "n_pairs": g.n_pairs,
             "mean_paired_difference": _r(100 * p.mean_diff) if p else None,
             "ci_low": _r(100 * p.ci_low) if p else None, "ci_high": _r(100 * p.ci_high) if p else None,
@@ -230,7 +273,8 @@ def comparisons_csv(settings: ReportSettings, cells: dict, groups: dict, out: Pa
 def missing_report(settings: ReportSettings, missing, cells: dict, groups: dict, blurb: dict) -> str:
     """Everything that keeps a number out of the tables or rests on fewer runs than configured."""
     runs = [f"- metrics file missing: {m}" for m in missing_runs(missing)]
-    runs += [f"- {c.model} / {c.task}: {c.note}" for c in cells.values() if c.status != "ok"]
+    by_run = {(c.model, c.task): c for c in cells.values()}
+    runs += [f"- {c.model} / {c.task}: {c.note}" for c in by_run.values() if c.status != "ok"]
     summaries = [
         f"- {model} {kind} {name}: {row.ours.note}"
         for kind, table in (("group", groups), ("BLURB", blurb))
@@ -258,13 +302,13 @@ def build(settings: ReportSettings, out: Path, root: Path = Path(".")) -> Built:
     groups = lewis_groups(settings, cells, refs)
     blurb = blurb_scores(settings, cells, refs)
     out.mkdir(parents=True, exist_ok=True)
-    stat = settings.aggregation.statistic
+    agg = settings.aggregation
     written = medians_table(settings, cells, groups, out)
-    written += summary_table(settings, groups, out, "groups", "lewis", "group",
-                             f"Group means of per-task {stat}s (x100), as in Lewis et al.", 1)
-    written += summary_table(settings, blurb, out, "blurb", "blurb", "type",
-                             f"BLURB: per-task {stat}s, per-type means and the BLURB score (x100)", 2,
-                             blurb_task_rows(settings, cells, refs), "Task / type")
+    written += summary_table(settings, {"cells": cells, "rows": groups}, out, "groups", "lewis", "group",
+                             f"Group means of per-task {agg.statistic_of('lewis')}s (x100), as in Lewis et al.", 1)
+    written += summary_table(settings, {"cells": cells, "rows": blurb}, out, "blurb", "blurb", "type",
+                             f"BLURB: per-task {agg.statistic_of('blurb')}s in BLURB's metrics, per-type means and "
+                             "the BLURB score (x100)", 2, "Task / type")
     written.append(spread_csv(settings, cells, out))
     written.append(comparisons_csv(settings, cells, groups, out))
     written.append(out / "missing.md")

@@ -1,18 +1,24 @@
 """Task metrics, each named for exactly what it computes (papers use one name for several).
 
-``compute(metric, gold, pred, labels=..., negative_label=...)`` returns a dict whose ``score``
-is the headline figure as a fraction; the other keys are extras (precision, recall, ...).
+``compute(metric, gold, pred, labels=..., negative_label=..., ids=...)`` returns a dict whose
+``score`` is the headline figure as a fraction; the other keys are extras (precision, recall,
+...). A task names one metric, or one per benchmark (``{lewis: example_f1, blurb:
+label_micro_f1}``); ``metric_names`` lists every metric a run computes for it: those, then the
+other metrics of the same prediction form (strict and conlleval-style entity F1; the three
+HoC conventions), so both papers' figures and the extras come from one run.
 """
 
 from __future__ import annotations
 
 import math
+import re
 import warnings
-from typing import Callable, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
 from ..errors import PipelineError
+from .spec import BENCHMARKS
 
 
 def _prf(tp: float, n_pred: float, n_gold: float) -> dict[str, float]:
@@ -129,18 +135,61 @@ def _label_space(gold, pred, labels) -> list[str]:
     return sorted(seen)
 
 
-def _label_f1s(gold, pred, labels) -> tuple[list[str], list[float]]:
+# BLUE's HoC index: <PMID>_s<sentence number>
+_SENTENCE_ID = re.compile(r"(.+)_s\d+")
+
+
+def by_document(gold, pred, ids: Optional[Sequence[str]]) -> tuple[list[set], list[set]]:
+    """Label sets per abstract: the labels of sentences of one document (ids ``<doc>_s<n>``,
+    as BLUE writes them) are OR-ed, as BLUE, bio-lm and LinkBERT do before scoring HoC.
+    Examples whose ids are not sentence ids are documents already."""
+    if ids is None:
+        return [set(g) for g in gold], [set(p) for p in pred]
+    docs: dict[str, tuple[set, set]] = {}
+    for g, p, ident in zip(gold, pred, ids):
+        match = _SENTENCE_ID.fullmatch(str(ident))
+        g_set, p_set = docs.setdefault(match.group(1) if match else str(ident), (set(), set()))
+        g_set.update(g)
+        p_set.update(p)
+    return [d[0] for d in docs.values()], [d[1] for d in docs.values()]
+
+
+def _cells(gold, pred, labels, ids) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """Document x label indicator matrices of gold and predicted label sets."""
+    _check_lengths(gold, pred)
     classes = _label_space(gold, pred, labels)
-    g, p = _binarize(gold, classes), _binarize(pred, classes)
+    g, p = by_document(gold, pred, ids)
+    return classes, _binarize(g, classes), _binarize(p, classes)
+
+
+def label_macro_f1(gold, pred, *, labels=None, negative_label=None, ids=None) -> dict[str, float]:
+    """For each label the binary F1 over documents, then the unweighted mean over the labels
+    (an extra HoC figure; neither paper's headline)."""
+    classes, g, p = _cells(gold, pred, labels, ids)
     f1s = [_prf(float(np.sum(g[:, j] & p[:, j])), float(p[:, j].sum()), float(g[:, j].sum()))["f1"]
            for j in range(len(classes))]
-    return classes, f1s
+    result = {"score": float(np.mean(f1s)) if f1s else 0.0}
+    result.update({f"f1_{c}": f for c, f in zip(classes, f1s)})
+    return result
 
 
-def _example_prf(gold, pred) -> dict[str, float]:
+def label_micro_f1(gold, pred, *, labels=None, negative_label=None, ids=None) -> dict[str, float]:
+    """HoC as BLURB scores it (the fine-tuning code its leaderboard matches): micro F1 over all
+    document x label cells, i.e. true positives, predicted and gold positives pooled over
+    every label of every document."""
+    _, g, p = _cells(gold, pred, labels, ids)
+    return _prf(float(np.sum(g & p)), float(p.sum()), float(g.sum()))
+
+
+def example_f1(gold, pred, *, labels=None, negative_label=None, ids=None) -> dict[str, float]:
+    """HoC as BLUE and Lewis et al. score it: precision and recall per document, averaged over
+    documents, and the F1 of those two means. A document without gold labels counts as fully
+    right when nothing is predicted for it and fully wrong otherwise (the reference code
+    assumes every document has a label)."""
+    _check_lengths(gold, pred)
+    _label_space(gold, pred, labels)
     precisions, recalls = [], []
-    for g, p in zip(gold, pred):
-        g, p = set(g), set(p)
+    for g, p in zip(*by_document(gold, pred, ids)):
         if not g:
             precisions.append(0.0 if p else 1.0)
             recalls.append(0.0 if p else 1.0)
@@ -150,31 +199,7 @@ def _example_prf(gold, pred) -> dict[str, float]:
         recalls.append(hit / len(g))
     precision, recall = float(np.mean(precisions)), float(np.mean(recalls))
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return {"f1": f1, "precision": precision, "recall": recall}
-
-
-def label_macro_f1(gold, pred, *, labels=None, negative_label=None) -> dict[str, float]:
-    """HoC as BLURB scores it (their 'average micro F1'): for each label the binary F1 over
-    documents, then the mean over the labels. Also reports ``example_f1``, the other
-    convention, so both papers' figures come from one run."""
-    _check_lengths(gold, pred)
-    classes, f1s = _label_f1s(gold, pred, labels)
-    score = float(np.mean(f1s)) if f1s else 0.0
-    result = {"score": score, "label_macro_f1": score, "example_f1": _example_prf(gold, pred)["f1"]}
-    result.update({f"f1_{c}": f for c, f in zip(classes, f1s)})
-    return result
-
-
-def example_f1(gold, pred, *, labels=None, negative_label=None) -> dict[str, float]:
-    """HoC as BLUE and Lewis et al. score it: precision and recall per document, averaged over
-    documents, and the F1 of those two means. A document without gold labels counts as fully
-    right when nothing is predicted for it and fully wrong otherwise. Also reports
-    ``label_macro_f1`` (BLURB's convention)."""
-    _check_lengths(gold, pred)
-    prf = _example_prf(gold, pred)
-    _, f1s = _label_f1s(gold, pred, labels)
-    return {"score": prf["f1"], "example_f1": prf["f1"], "precision": prf["precision"],
-            "recall": prf["recall"], "label_macro_f1": float(np.mean(f1s)) if f1s else 0.0}
+    return {"score": f1, "f1": f1, "precision": precision, "recall": recall}
 
 
 def pearson(gold, pred, *, labels=None, negative_label=None) -> dict[str, float]:
@@ -203,19 +228,94 @@ METRICS: dict[str, Callable[..., dict[str, float]]] = {
     "entity_f1_strict": entity_f1_strict,
     "word_macro_f1": word_macro_f1,
     "micro_f1_excl_negative": micro_f1_excl_negative,
-    "label_macro_f1": label_macro_f1,
+    "label_micro_f1": label_micro_f1,
     "example_f1": example_f1,
+    "label_macro_f1": label_macro_f1,
     "pearson": pearson,
     "accuracy": accuracy,
 }
 
 
-def compute(metric: str, gold: list, pred: list, *, labels=None, negative_label=None) -> dict[str, float]:
-    """Score predictions with the named metric; ``score`` is the headline figure (a fraction)."""
+# How tables and plots name each metric.
+LABELS = {
+    "entity_f1": "entity F1, conlleval-style",
+    "entity_f1_strict": "entity F1, strict IOB2",
+    "word_macro_f1": "word-level macro F1",
+    "micro_f1_excl_negative": "micro F1 without the negative class",
+    "label_micro_f1": "micro F1 over document x label cells",
+    "example_f1": "example-based F1",
+    "label_macro_f1": "mean per-label F1",
+    "pearson": "Pearson r",
+    "accuracy": "accuracy",
+}
+
+# Metrics scoring the same predictions: a run computes the whole family of its task's metrics.
+HOC_METRICS = ("label_micro_f1", "example_f1", "label_macro_f1")
+FAMILIES = (("entity_f1", "entity_f1_strict"), HOC_METRICS)
+TaskMetric = Union[str, Mapping[str, str]]
+
+
+def check_task_metric(metric: TaskMetric, benchmarks: Sequence[str], where: str) -> None:
+    """A task's ``metric``: a known name, or ``{benchmark: name}`` covering its benchmarks."""
+    names = metric.values() if isinstance(metric, Mapping) else [metric]
+    for name in names:
+        if name not in METRICS:
+            raise PipelineError(f"{where}: unknown metric {name!r}; known: {', '.join(sorted(METRICS))}")
+    if isinstance(metric, Mapping):
+        if not metric:
+            raise PipelineError(f"{where}: give a metric name or a mapping benchmark -> metric name")
+        for bench in metric:
+            if bench not in BENCHMARKS:
+                raise PipelineError(f"{where}.{bench}: unknown benchmark (allowed: {', '.join(BENCHMARKS)})")
+        for bench in benchmarks:
+            if bench not in metric:
+                raise PipelineError(f"{where}: the task counts towards {bench} but names no metric for it")
+
+
+def _named(metric: TaskMetric) -> list[str]:
+    """The task's metric names in benchmark order (lewis, blurb), whatever the mapping's order."""
+    if isinstance(metric, str):
+        return [metric]
+    return list(dict.fromkeys(metric[b] for b in BENCHMARKS if b in metric))
+
+
+def metric_for(metric: TaskMetric, benchmark: Optional[str]) -> str:
+    """The metric a benchmark's tables read (a task in no benchmark: its headline)."""
+    if isinstance(metric, str):
+        return metric
+    return metric[benchmark] if benchmark in metric else _named(metric)[0]
+
+
+def metric_names(metric: TaskMetric) -> list[str]:
+    """Every metric a run of the task computes; the first, the metric of the first benchmark
+    (Lewis et al., then BLURB), is the headline that dev selection maximises."""
+    named = _named(metric)
+    family = [m for f in FAMILIES if set(f) & set(named) for m in f]
+    return list(dict.fromkeys(named + family))
+
+
+def compute(metric: str, gold: list, pred: list, *, labels=None, negative_label=None,
+            ids=None) -> dict[str, float]:
+    """Score predictions with the named metric; ``score`` is the headline figure (a fraction).
+    ``ids`` (the examples' ids) lets the HoC metrics OR sentence predictions per abstract."""
     fn = METRICS.get(metric)
     if fn is None:
         raise PipelineError(f"unknown metric {metric!r}; known metrics: {', '.join(sorted(METRICS))}")
     kwargs = {"labels": labels}
     if negative_label is not None:
         kwargs["negative_label"] = negative_label
+    if ids is not None and metric in HOC_METRICS:
+        kwargs["ids"] = ids
     return fn(gold, pred, **kwargs)
+
+
+def compute_all(metrics: Sequence[str], gold: list, pred: list, **kwargs) -> dict[str, dict[str, float]]:
+    """Every named metric on the same predictions, by name."""
+    return {m: compute(m, gold, pred, **kwargs) for m in metrics}
+
+
+def test_section(scores: dict[str, dict[str, float]]) -> dict[str, Any]:
+    """metrics.json's ``test``: the headline metric's figures (the first), every metric's score
+    under its name, and every metric's full result under ``by_metric``."""
+    headline = next(iter(scores.values()))
+    return {**headline, **{name: r["score"] for name, r in scores.items()}, "by_metric": scores}

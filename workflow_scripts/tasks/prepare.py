@@ -5,21 +5,18 @@ Usage: python -m workflow_scripts.tasks.prepare --settings S.yaml --raw results/
 
 A split path in the task spec is a file or folder under the raw directory. It may
 - point inside an archive: ``datasets.tar.gz/datasets/NER/BC2GM/train.tsv`` (.zip, .tar,
-  .tar.gz, .tgz; only the named member, or folder, is extracted to a temporary folder);
+  .tar.gz, .tgz; only the named member, or folder, is extracted to a temporary folder), or
+  inside an archive in an archive (``ChemProt_Corpus.zip/ChemProt_Corpus/chemprot_training.zip/...``);
 - name a fold: ``{fold}`` is replaced by 0..folds-1, ``{fold1}`` by 1..folds;
 - carry a reader selector after ``#`` (``ebm_nlp_2_00.tar.gz/ebm_nlp_2_00#train``);
 - join several sources with ``+`` (``7B1_golden.json+7B2_golden.json``);
-- hold out part of another split: ``holdout:<n or fraction>:<path>`` takes a fixed subset of
-  that file's examples (by a hash of their ids, the same on every machine) as dev; a train
-  split reading the same path then leaves those examples out. Ids of the form
-  ``<document>:<n>`` are held out by whole documents. Used where a release has no
-  dev set (the GAD and EU-ADR folds, EBM-NLP), so nothing is ever chosen on test data.
+- take part of a source: ``holdout:``, ``index:`` (BLURB's index files) and ``rows:``, see
+  subsets.py.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import logging
 import tarfile
 import tempfile
@@ -35,6 +32,8 @@ from ..cli import run
 from ..config.typed import load_settings, to_dict
 from ..errors import PipelineError
 from .readers import get_reader
+from .readers.common import read_text
+from . import subsets
 from .spec import SPLITS, TaskSpec
 
 log = logging.getLogger(__name__)
@@ -96,9 +95,11 @@ class RawFiles:
                 self.used[first] = c
                 return c
         where = " or ".join(str(c.parent) for c in candidates)
-        if self.spec.restricted:
+        entry = self.spec.source.files.get(first)
+        if self.spec.restricted or (self.spec.source.access and not (entry and entry.url)):
+            kind = "credentialed" if self.spec.restricted else "registration-only"
             raise PipelineError(
-                f"task {self.spec.name}: {first} not found in {where}. This is credentialed data: "
+                f"task {self.spec.name}: {first} not found in {where}. This is {kind} data: "
                 f"{self.spec.source.access or 'obtain access from the data provider'}; then set "
                 f"tasks.{self.spec.name}.source.local_dir to the folder holding your copy"
             )
@@ -114,17 +115,22 @@ class RawFiles:
         if not parts or Path(rel).is_absolute() or ".." in parts:
             raise PipelineError(f"tasks.{self.spec.name}.splits: {rel!r} must be a relative path in the raw dir")
         current = self._source(parts[0])
-        for i in range(1, len(parts)):
+        i = 1
+        while i < len(parts):
             if current.is_file() and _is_archive(current.name):
-                member = "/".join(parts[i:])
+                # The member runs to the end, or to an archive inside it (ChemProt's zips in a zip).
+                end = next((k for k in range(i, len(parts) - 1) if _is_archive(parts[k])), len(parts) - 1)
+                member = "/".join(parts[i:end + 1])
                 current = self._unpack(current, member, "/".join(parts[:i])) / member
-                break
+                i = end + 1
+                continue
             current = current / parts[i]
             if not current.exists():
                 raise PipelineError(
                     f"task {self.spec.name}: {'/'.join(parts[: i + 1])} not found "
                     f"(split path {rel!r}); check the registry's splits against the release"
                 )
+            i += 1
         return current, rel
 
     def _unpack(self, archive: Path, member: str, shown: str) -> Path:
@@ -137,33 +143,30 @@ class RawFiles:
         return self.extracted[key]
 
 
-def _group(record_id: str) -> str:
-    return record_id.split(":", 1)[0]
-
-
-def _held_out(ids: list[str], amount: str, where: str) -> set[str]:
-    """Ids of a fixed subset: ``amount`` groups (or that fraction of them), ranked by sha256."""
-    try:
-        value = float(amount)
-    except ValueError:
-        raise PipelineError(f"{where}: holdout amount {amount!r} is not a number or fraction") from None
-    groups = sorted({_group(i) for i in ids})
-    n = int(round(value * len(groups))) if value < 1 else int(value)
-    if not 0 < n < len(groups):
-        raise PipelineError(f"{where}: holding out {n} of {len(groups)} examples leaves no train or no dev")
-    ranked = sorted(groups, key=lambda g: hashlib.sha256(g.encode("utf-8")).hexdigest())
-    chosen = set(ranked[:n])
-    return {i for i in ids if _group(i) in chosen}
+def _leaks(spec: TaskSpec, out: dict[str, list[dict]], chosen: dict[str, tuple[str, str, str]]) -> None:
+    """Subsets of one source must not share a document with test."""
+    test_docs = {subsets.document(r["id"]) for r in out["test"]}
+    for split in ("train", "dev"):
+        if chosen[split][2] == chosen["test"][2]:
+            shared = sorted(test_docs & {subsets.document(r["id"]) for r in out[split]})
+            if shared:
+                raise PipelineError(
+                    f"task {spec.name}: {split} and test share {len(shared)} documents (first: {shared[0]!r}); "
+                    f"check the index files or row ranges of tasks.{spec.name}.splits"
+                )
 
 
 def read_split_paths(spec: TaskSpec, paths: dict[str, str], files: RawFiles) -> dict[str, list[dict]]:
     """Read train/dev/test given their (fold-resolved) split paths."""
-    sources = {split: path.split(":", 2)[2] if path.startswith("holdout:") else path for split, path in paths.items()}
+    chosen = {split: subsets.parse(path) for split, path in paths.items()}
+    test_kind, test_arg, test_source = chosen["test"]
     for split in ("train", "dev"):
-        if sources[split] == sources["test"]:
+        kind, arg, source = chosen[split]
+        other_part = kind in ("index", "rows") and test_kind in ("index", "rows") and arg != test_arg
+        if source == test_source and not other_part:
             # The bug that scored HoC on its dev file, or chose checkpoints on test folds.
             raise PipelineError(
-                f"tasks.{spec.name}.splits: {split} and test both read {sources['test']!r}; "
+                f"tasks.{spec.name}.splits: {split} and test both read {test_source!r}; "
                 "a model would be chosen or trained on test data"
             )
     reader = get_reader(spec.format, f"tasks.{spec.name}.format")
@@ -182,21 +185,28 @@ def read_split_paths(spec: TaskSpec, paths: dict[str, str], files: RawFiles) -> 
     holdouts: dict[str, set[str]] = {}
     out: dict[str, list[dict]] = {}
     for split in SPLITS:
-        path = paths[split]
-        if path.startswith("holdout:"):
-            _, amount, source = path.split(":", 2)
+        kind, amount, source = chosen[split]
+        if kind == "holdout":
             records = load(source)
             ids = [r["id"] for r in records]
             if len(set(ids)) != len(ids):
                 raise PipelineError(f"task {spec.name}: {source} has duplicate ids; cannot hold out by id")
-            keep = _held_out(ids, amount, f"tasks.{spec.name}.splits.{split}")
+            keep = subsets.held_out(ids, amount, f"tasks.{spec.name}.splits.{split}")
             holdouts[source] = keep
             out[split] = [r for r in records if r["id"] in keep]
     for split in SPLITS:
-        path = paths[split]
-        if not path.startswith("holdout:"):
-            held = holdouts.get(path, set())
-            out[split] = [r for r in load(path) if r["id"] not in held]
+        kind, arg, source = chosen[split]
+        where = f"tasks.{spec.name}.splits.{split}"
+        if kind == "index":
+            location, name = files.resolve(arg)
+            entries = subsets.index_entries(read_text(location, name))
+            out[split] = subsets.by_index(load(source), entries, name, source)
+        elif kind == "rows":
+            out[split] = subsets.by_rows(load(source), arg, where)
+        elif not kind:
+            held = holdouts.get(source, set())
+            out[split] = [r for r in load(source) if r["id"] not in held]
+    _leaks(spec, out, chosen)
     return out
 
 
@@ -226,18 +236,33 @@ def _count(key: str, split_card: dict[str, Any]) -> int:
 
 
 def check_counts(spec: TaskSpec, cards: dict[str, dict[str, Any]], where: str = "") -> dict[str, Any]:
-    """Compare split sizes with the registry's expected counts; a mismatch stops the run."""
-    for key, expected in spec.expected_counts.items():
-        split = key.removesuffix("_mentions")
-        found = _count(key, cards[split])
-        if found != expected:
-            what = "entity mentions" if key.endswith("_mentions") else "examples"
+    """Compare split sizes with the registry's expected counts. A mismatch stops the run when the
+    counts were checked against the real release files, and only warns when they come from a
+    paper's table; the counts found are recorded either way."""
+    found = {key: _count(key, cards[key.removesuffix("_mentions")]) for key in spec.expected_counts}
+    differ = {key: n for key, n in found.items() if n != spec.expected_counts[key]}
+    for key, n in differ.items():
+        what = "entity mentions" if key.endswith("_mentions") else "examples"
+        message = (
+            f"task {spec.name}{where}: split {key.removesuffix('_mentions')} has {n} {what}, expected "
+            f"{spec.expected_counts[key]} (tasks.{spec.name}.expected_counts.{key})"
+        )
+        if spec.expected_counts_checked:
             raise PipelineError(
-                f"task {spec.name}{where}: split {split} has {found} {what}, expected {expected} "
-                f"(tasks.{spec.name}.expected_counts.{key}); the raw files differ from the release "
-                "the registry describes: check the download, or correct expected_counts"
+                f"{message}; these counts were checked against the real release, so the raw files "
+                "differ from it: check the download, or correct expected_counts"
             )
-    return {"expected": dict(spec.expected_counts), "status": "ok" if spec.expected_counts else "not recorded"}
+        log.warning("%s, a count from a paper's table never checked against the release; going on", message)
+    if not spec.expected_counts:
+        status = "not recorded"
+    elif differ:
+        status = "differs from the paper's counts"
+    else:
+        status = "ok"
+    return {
+        "expected": dict(spec.expected_counts), "found": found,
+        "checked_against_release": spec.expected_counts_checked, "status": status,
+    }
 
 
 def _duplicate_ids(spec: TaskSpec, split: str, records: list[dict]) -> None:
@@ -294,6 +319,9 @@ def prepare(spec: TaskSpec, raw: Path, out: Path) -> dict[str, Any]:
         else:
             card.update(write_splits(spec, read_split_paths(spec, fold_paths(spec, None), files), dest))
         write_json(dest / "data_card.json", card)
+        counts = (
+            {k: fold["count_check"] for k, fold in card["folds"].items()} if spec.folds else card["count_check"]
+        )
         outputs = sorted(p for p in dest.rglob("*") if p.is_file())
         provenance.record(
             dest,
@@ -302,7 +330,7 @@ def prepare(spec: TaskSpec, raw: Path, out: Path) -> dict[str, Any]:
             params={"task": to_dict(spec)},
             restricted=spec.restricted,
             started=started,
-            extra={"outputs": [
+            extra={"count_check": counts, "outputs": [
                 {"path": str(out / p.relative_to(dest)), "sha256": provenance.sha256_file(p), "bytes": p.stat().st_size}
                 for p in outputs
             ]},

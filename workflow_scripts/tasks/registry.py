@@ -16,7 +16,7 @@ import yaml
 
 from ..config.typed import parse
 from ..errors import PipelineError
-from .metrics import METRICS
+from .metrics import check_task_metric
 from .readers import READERS
 from .spec import TaskSpec
 
@@ -75,6 +75,5 @@ def resolve(name: str, overrides: Optional[dict] = None, *, path: Optional[str |
     spec = parse(TaskSpec, data, where)
     if spec.format not in READERS:
         raise PipelineError(f"{where}.format: unknown format {spec.format!r}; known: {', '.join(sorted(READERS))}")
-    if spec.metric not in METRICS:
-        raise PipelineError(f"{where}.metric: unknown metric {spec.metric!r}; known: {', '.join(sorted(METRICS))}")
+    check_task_metric(spec.metric, spec.benchmarks, f"{where}.metric")
     return spec

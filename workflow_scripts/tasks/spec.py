@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, Union
 
 from ..errors import PipelineError
 
 TASK_TYPES = ("ner", "pico", "relation", "similarity", "doc_classification", "qa", "nli")
 SPLITS = ("train", "dev", "test")
+BENCHMARKS = ("lewis", "blurb")
 
 
 @dataclass
@@ -67,8 +68,12 @@ class TaskSpec:
             "help": 'train/dev/test -> file in the raw dir (may contain "{fold}" or point into an archive)'
         }
     )
-    metric: str = field(
-        metadata={"help": "metric name known to workflow_scripts.tasks.metrics.compute"}
+    metric: Union[str, dict[str, str]] = field(
+        metadata={
+            "help": "metric name known to workflow_scripts.tasks.metrics.compute, or one per "
+            "benchmark ({lewis: example_f1, blurb: label_micro_f1}); dev selection maximises the "
+            "first benchmark's (lewis, then blurb)"
+        }
     )
     benchmarks: list[str] = field(
         default_factory=list, metadata={"help": 'benchmarks using the task: "lewis", "blurb"'}
@@ -99,7 +104,15 @@ class TaskSpec:
         default_factory=dict,
         metadata={
             "help": "split -> number of examples (NER also <split>_mentions -> entity mentions); "
-            "a mismatch stops the run"
+            "see expected_counts_checked for what a mismatch does"
+        },
+    )
+    expected_counts_checked: bool = field(
+        default=False,
+        metadata={
+            "help": "true: expected_counts were counted in the real release files, so a mismatch "
+            "stops the run; false: they come from a paper's table, so a mismatch warns, the real "
+            "counts go into the data card and provenance, and the run goes on"
         },
     )
     hyper: dict[str, Any] = field(
@@ -144,10 +157,12 @@ class TaskSpec:
                 f"{where}.expected_counts: unknown key {bad[0]!r} (a split, or <split>_mentions for "
                 "entity mentions of an NER task)"
             )
+        if self.expected_counts_checked and not self.expected_counts:
+            raise PipelineError(f"{where}.expected_counts_checked: true, but the task has no expected_counts")
         if any(k.endswith("_mentions") for k in self.expected_counts) and self.type != "ner":
             raise PipelineError(f"{where}.expected_counts: <split>_mentions applies to NER tasks only")
-        bad = sorted(set(self.benchmarks) - {"lewis", "blurb"})
+        bad = sorted(set(self.benchmarks) - set(BENCHMARKS))
         if bad:
-            raise PipelineError(f"{where}.benchmarks: unknown benchmark {bad[0]!r} (lewis, blurb)")
+            raise PipelineError(f"{where}.benchmarks: unknown benchmark {bad[0]!r} ({', '.join(BENCHMARKS)})")
         if self.max_length < 8:
             raise PipelineError(f"{where}.max_length: {self.max_length} is too short (at least 8)")
