@@ -192,51 +192,65 @@ def linearity(runs: list[dict]) -> dict:
             for s in names}
 
 
-# The full study's corpora, as documents and MB of text (Lewis et al. Table 1 for text volume;
-# the 2025 baseline for the PubMed record count; PMC commercial + non-commercial subset).
-STUDY = {"pubmed": {"documents": 36_000_000, "text_mb": 27_000}, "pmc": {"documents": 3_400_000, "text_mb": 60_000}}
+# The full study's corpora (config.yaml): documents, MB of text (Lewis et al. Table 1 for the
+# text; the 2025 baseline's record count for PubMed) and the jobs of each stage.
+STUDY = {
+    "pubmed": {"documents": 36_000_000, "text_mb": 27_000,
+               "jobs": {"download": 1334, "parse": 1334, "build": 1, "pack": 256}},
+    "pmc": {"documents": 3_400_000, "text_mb": 60_000,
+            "jobs": {"download": 512, "parse": 512, "build": 1, "pack": 512}},
+}
+VOCABULARIES = 5
 VOCAB_SAMPLE_DOCUMENTS = 5_000_000
 
 
+def fit(runs: list[dict], stage: str, key: str, documents: float) -> float:
+    """``key`` of ``stage`` at ``documents``, from a least-squares line over the measured sizes."""
+    pts = [(r["documents"], r["stages"][stage][key]) for r in runs if stage in r["stages"]]
+    if len(pts) < 2:
+        return pts[0][1] * documents / pts[0][0]
+    mx, my = sum(x for x, _ in pts) / len(pts), sum(y for _, y in pts) / len(pts)
+    slope = sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
+    return my + slope * (documents - mx)
+
+
 def project(result: dict) -> str:
-    """Markdown table: the largest run's per-CPU-second rates scaled to the full study."""
-    run = max(result["runs"], key=lambda r: r["documents"])
-    rows = []
-    per_byte = {s: e["cpu_s"] / (run["text_mb"]) for s, e in run["stages"].items() if "mb_per_cpu_s" in e}
-    per_doc = {s: e["cpu_s"] / run["documents"] for s, e in run["stages"].items() if "mb_per_cpu_s" in e}
+    """Markdown table: CPU-hours, wall-clock, disk and memory per job for the full study.
+
+    CPU scales with the larger of documents and bytes of text relative to the largest run
+    (a PMC article is about 15 abstracts of text); wall-clock on C cores is the larger of
+    CPU / C and one job's share; memory of the one-job stages (build, vocabulary) comes
+    from a line fitted over the sizes, that of per-file stages is the largest measured."""
+    runs = result["runs"]
+    big = max(runs, key=lambda r: r["documents"])
+    rows, totals = [], {"cpu": 0.0, 64: 0.0, 256: 0.0}
+
+    def row(corpus: str, stage: str, jobs: int, scale: float, docs: float, copies: int = 1) -> None:
+        entry = big["stages"][stage]
+        cpu = entry["cpu_s"] * scale * copies
+        wall = {c: max(cpu / c, cpu / (jobs * copies)) for c in (64, 256)}
+        one_job = jobs == 1 and stage in ("build", "vocab")
+        mem = fit(runs, stage, "peak_rss_mb_per_job", docs) if one_job else entry["peak_rss_mb_per_job"]
+        disk = entry["output_bytes"] * scale * copies / 1e9
+        totals["cpu"] += cpu
+        for c in (64, 256):
+            totals[c] += wall[c]
+        rows.append(f"| {corpus} | {stage} | {jobs * copies:,} | {cpu / 3600:,.1f} | {wall[64] / 3600:,.2f} | "
+                    f"{wall[256] / 3600:,.2f} | {disk:,.1f} | {mem / 1024:,.1f} |")
+
     for corpus, size in STUDY.items():
-        scale_docs = size["documents"] / run["documents"]
-        for stage, entry in run["stages"].items():
-            if stage not in per_byte:
-                continue
-            if stage == "vocab":  # trained on a fixed sample of documents, not the whole corpus
-                cpu = per_doc[stage] * min(size["documents"], VOCAB_SAMPLE_DOCUMENTS)
-            else:  # the larger of the per-document and per-byte estimates
-                cpu = max(per_doc[stage] * size["documents"], per_byte[stage] * size["text_mb"])
-            jobs = {"download": 1274 if corpus == "pubmed" else 512, "parse": 1274 if corpus == "pubmed" else 512,
-                    "build": 1, "vocab": 1, "pack": 256 if corpus == "pubmed" else 512}[stage]
-            serial = cpu / jobs
-            wall = {c: max(cpu / c, serial) for c in (64, 256)}
-            mem = entry["peak_rss_mb_per_job"] / 1024
-            if stage == "build":
-                mem = build_memory_gb(result["runs"], size["documents"])
-            disk_gb = entry["output_bytes"] * size["text_mb"] / run["text_mb"] / 1e9
-            rows.append(f"| {corpus} | {stage} | {jobs} | {cpu / 3600:,.1f} | {wall[64] / 3600:,.2f} | "
-                        f"{wall[256] / 3600:,.2f} | {disk_gb:,.0f} | {mem:,.1f} |")
+        scale = max(size["documents"] / big["documents"], size["text_mb"] / big["text_mb"])
+        for stage, jobs in size["jobs"].items():
+            if stage in big["stages"]:
+                row(corpus, stage, jobs, scale, size["documents"])
+    if "vocab" in big["stages"]:
+        docs = min(VOCAB_SAMPLE_DOCUMENTS, STUDY["pubmed"]["documents"])
+        row(f"{VOCABULARIES} vocabularies", "vocab", 1, docs / big["documents"], docs, VOCABULARIES)
     head = ("| corpus | stage | jobs | CPU-hours | wall h, 64 cores | wall h, 256 cores | disk GB | "
             "peak memory per job GB |\n|---|---|---|---|---|---|---|---|")
-    return head + "\n" + "\n".join(rows)
-
-
-def build_memory_gb(runs: list[dict], documents: int) -> float:
-    """Peak memory of the build job, a + b * documents fitted on the measured sizes."""
-    xs = [r["documents"] for r in runs if "build" in r["stages"]]
-    ys = [r["stages"]["build"]["peak_rss_mb_per_job"] for r in runs if "build" in r["stages"]]
-    if len(xs) < 2:
-        return ys[0] * documents / xs[0] / 1024
-    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
-    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
-    return (my - b * mx + b * documents) / 1024
+    total = (f"| all | (stages in sequence) | | {totals['cpu'] / 3600:,.1f} | {totals[64] / 3600:,.2f} | "
+             f"{totals[256] / 3600:,.2f} | | |")
+    return "\n".join([head, *rows, total])
 
 
 def main() -> None:

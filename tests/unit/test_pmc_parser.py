@@ -163,3 +163,12 @@ def test_table_footnotes_follow_the_rows_when_tables_are_kept():
         b"</table>", b"</table><table-wrap-foot><fn><label>a</label><p>Median (range).</p></fn></table-wrap-foot>", 1)
     assert "Median (range)." in parse_article(doc, "a.nxml", PmcOptions(tables=True)).text
     assert "Median (range)." not in parse_article(doc, "a.nxml", PmcOptions()).text
+
+
+def test_floats_group_figures_and_tables_are_read():
+    src = ARTICLE.read_bytes()
+    start, end = src.index(b'<table-wrap id="T1">'), src.index(b"</table-wrap>") + len(b"</table-wrap>")
+    table = src[start:end]
+    moved = (src[:start] + src[end:]).replace(b"</back>", b"</back><floats-group>" + table + b"</floats-group>")
+    assert parse_article(moved, "a.nxml", PmcOptions(tables=True)).text == \
+        parse_article(src, "a.nxml", PmcOptions(tables=True)).text
