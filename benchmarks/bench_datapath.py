@@ -253,6 +253,21 @@ def project(result: dict) -> str:
     return "\n".join([head, *rows, total])
 
 
+def stage_table(result: dict) -> str:
+    """Markdown table of the measured stages at each size."""
+    lines = ["| documents | stage | jobs | CPU s | documents / CPU s | MB / CPU s | CPU s per 1k documents | "
+             "peak memory per job MB | output bytes per token |", "|---|---|---|---|---|---|---|---|---|"]
+    for run in result["runs"]:
+        for stage, e in run["stages"].items():
+            if "documents_per_cpu_s" not in e:
+                continue
+            lines.append(f"| {run['documents']:,} | {stage} | {e['jobs']} | {e['cpu_s']:,.1f} | "
+                         f"{e['documents_per_cpu_s']:,.0f} | {e['mb_per_cpu_s']:.2f} | "
+                         f"{e['cpu_s_per_1k_documents']:.3f} | "
+                         f"{e['peak_rss_mb_per_job']:,.0f} | {e['output_bytes_per_token']:.2f} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 300_000])
@@ -263,7 +278,8 @@ def main() -> None:
     ap.add_argument("--project", type=Path, help="print the projection table of a result file and stop")
     args = ap.parse_args()
     if args.project:
-        print(project(json.loads(args.project.read_text())))
+        result = json.loads(args.project.read_text())
+        print(stage_table(result) + "\n\n" + project(result))
         return
     bad = [n for n in args.sizes if n % args.per_file]
     if bad:
@@ -286,7 +302,7 @@ def main() -> None:
     finally:
         if args.work is None:
             shutil.rmtree(base, ignore_errors=True)
-    print(project(result))
+    print(stage_table(result) + "\n\n" + project(result))
 
 
 if __name__ == "__main__":
