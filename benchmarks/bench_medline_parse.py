@@ -77,7 +77,29 @@ def _extras(rng: random.Random, lx) -> tuple[str, str, str]:
     return citation[0], citation[1], f"<ReferenceList>{refs}</ReferenceList>"
 
 
-def make_file(path: Path, articles: int, seed: int = 7) -> None:
+SYLLABLES = ("ba", "ce", "di", "fo", "gu", "ka", "le", "mi", "no", "pu", "ra", "se", "ti", "vo", "xu", "zy")
+SUFFIXES = ("", "ase", "in", "itis", "ol", "ide")
+
+
+def rare_word(rank: int) -> str:
+    """An invented word, one per rank: short for frequent ranks, longer further down the tail."""
+    out = SUFFIXES[rank % len(SUFFIXES)]
+    rank //= len(SUFFIXES)
+    while True:
+        out = SYLLABLES[rank % len(SYLLABLES)] + out
+        rank //= len(SYLLABLES)
+        if not rank:
+            return out
+
+
+def with_rare_words(text: str, rng: random.Random, fraction: float) -> str:
+    """Replace ``fraction`` of the words by invented ones drawn from a Zipf-like law (rank
+    tail exponent 0.3), so the vocabulary keeps growing with the corpus as real text's does."""
+    return " ".join(rare_word(int(rng.paretovariate(0.3))) if rng.random() < fraction else w
+                    for w in text.split(" "))
+
+
+def make_file(path: Path, articles: int, seed: int = 7, first_pmid: int = 40000000, rare_words: float = 0.0) -> None:
     gen = _generator()
     lx = sys.modules["lexicon"]
     rng = random.Random(seed)
@@ -85,7 +107,9 @@ def make_file(path: Path, articles: int, seed: int = 7) -> None:
         fh.write(gen.MEDLINE_DOCTYPE + "<PubmedArticleSet>\n")
         for i in range(articles):
             sections = gen._regular_sections(rng, structured=rng.random() < 0.4)
-            xml = gen._citation(40000000 + i, 1, gen.escape(gen._title(rng)), sections)
+            if rare_words:
+                sections = [(label, cat, with_rare_words(text, rng, rare_words)) for label, cat, text in sections]
+            xml = gen._citation(first_pmid + i, 1, gen.escape(gen._title(rng)), sections)
             authors, heads, refs = _extras(rng, lx)
             xml = xml.replace(xml[xml.index("<AuthorList"):xml.index("</AuthorList>") + 13], authors)
             xml = xml.replace("    </MedlineCitation>", f"      {heads}\n    </MedlineCitation>")

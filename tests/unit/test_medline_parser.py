@@ -137,3 +137,34 @@ def test_record_without_pmid_errors_or_is_counted(tmp_path):
     parse_main(["--settings", str(_settings(tmp_path, "skip")), "--in", str(raw), "--out", str(out)])
     assert read_info(out)["malformed"] == 1
     assert [r["id"] for r in iter_parsed(out)] == ["pubmed:301"]
+
+
+OLD_LAYOUT = b"""<?xml version="1.0"?>
+<MedlineCitationSet>
+<MedlineCitation Status="MEDLINE"><PMID Version="1">401</PMID><Article><Journal><JournalIssue><PubDate>
+<MedlineDate>2008 Jul-Aug</MedlineDate></PubDate></JournalIssue><Title>J</Title></Journal>
+<ArticleTitle>Old layout</ArticleTitle><Abstract><AbstractText>Text of 401.</AbstractText></Abstract>
+</Article></MedlineCitation>
+<MedlineCitation Status="MEDLINE"><PMID Version="1">402</PMID><Article><Journal><JournalIssue><PubDate>
+<MedlineDate>Winter</MedlineDate></PubDate></JournalIssue></Journal><ArticleTitle>No year</ArticleTitle>
+</Article></MedlineCitation>
+<DeleteCitation><PMID Version="1">399</PMID></DeleteCitation>
+</MedlineCitationSet>
+"""
+
+
+def test_old_medline_citation_set_layout_and_medline_dates(tmp_path):
+    path = tmp_path / "medline16n0001.xml.gz"
+    path.write_bytes(gzip.compress(OLD_LAYOUT))
+    items = list(iter_medline(path))
+    assert [(type(i).__name__, i.pmid) for i in items] == [("Citation", "401"), ("Citation", "402"),
+                                                           ("Deletion", "399")]
+    assert [items[0].year, items[1].year] == ["2008", ""]
+    assert items[0].title == "Old layout" and items[0].abstract == "Text of 401."
+
+
+def test_file_without_records_names_its_root(tmp_path):
+    path = tmp_path / "other.xml.gz"
+    path.write_bytes(gzip.compress(b"<?xml version='1.0'?><PubmedBookArticleSet><X/></PubmedBookArticleSet>"))
+    with pytest.raises(PipelineError, match=r"other\.xml\.gz: no PubmedArticle.*root element <PubmedBookArticleSet>"):
+        list(iter_medline(path))

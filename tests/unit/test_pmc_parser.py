@@ -13,7 +13,7 @@ import pytest
 
 from workflow_scripts.corpus.build import main as build_main
 from workflow_scripts.corpus.parse import main as parse_main
-from workflow_scripts.corpus.pmc import Article, BadMember, classify_licence, iter_pmc, parse_article
+from workflow_scripts.corpus.pmc import Article, BadMember, classify_licence, drop_markers, iter_pmc, parse_article
 from workflow_scripts.corpus.pmc_filelist import ListedArticle, read_filelist
 from workflow_scripts.corpus.settings import PmcOptions
 from workflow_scripts.errors import PipelineError
@@ -141,3 +141,34 @@ def test_malformed_member_stops_or_is_counted_through_the_cli(tmp_path):
     build_main(["--settings", str(settings), "--in", str(out), "--out", str(tmp_path / "c")])
     stats = json.loads((tmp_path / "c" / "stats.json").read_text())
     assert stats["dropped"]["malformed"] == 1 and stats["documents"] == 1
+
+
+@pytest.mark.parametrize("marked,clean", [
+    ("in disease [\x00\u2013\x00].", "in disease."),
+    ("the axis (\x00;\x00; \x00). In", "the axis. In"),
+    ("host lipids\x00,\x00,\x00,\x00. Then", "host lipids. Then"),
+    ("infection process \x00, \x00, and in vivo", "infection process, and in vivo"),
+    ("by White et al. \x00.", "by White et al."),
+    ("levels (Table 1; \x00) rose", "levels (Table 1) rose"),
+    ("levels (\x00; Table 1) rose", "levels (Table 1) rose"),
+    ("as shown \x00 and \x00 here", "as shown here"),
+    ("no marker , here", "no marker, here"),
+])
+def test_dropped_citation_markers_leave_no_debris(marked, clean):
+    assert drop_markers(marked) == clean
+
+
+def test_table_footnotes_follow_the_rows_when_tables_are_kept():
+    doc = ARTICLE.read_bytes().replace(
+        b"</table>", b"</table><table-wrap-foot><fn><label>a</label><p>Median (range).</p></fn></table-wrap-foot>", 1)
+    assert "Median (range)." in parse_article(doc, "a.nxml", PmcOptions(tables=True)).text
+    assert "Median (range)." not in parse_article(doc, "a.nxml", PmcOptions()).text
+
+
+def test_floats_group_figures_and_tables_are_read():
+    src = ARTICLE.read_bytes()
+    start, end = src.index(b'<table-wrap id="T1">'), src.index(b"</table-wrap>") + len(b"</table-wrap>")
+    table = src[start:end]
+    moved = (src[:start] + src[end:]).replace(b"</back>", b"</back><floats-group>" + table + b"</floats-group>")
+    assert parse_article(moved, "a.nxml", PmcOptions(tables=True)).text == \
+        parse_article(src, "a.nxml", PmcOptions(tables=True)).text

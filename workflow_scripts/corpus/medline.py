@@ -6,6 +6,8 @@ Compared with ``pubmed_parser.parse_medline_xml`` (the reference on shared field
 - all text inside nested inline markup (``<b>x <i>K</i><sub><i>d</i></sub></b>``) and
   MathML, where pubmed_parser keeps only the first level of children;
 - abstract sections as (label, NLM category, text) triples.
+It reads both the ``PubmedArticleSet`` layout and the bare ``MedlineCitation`` records of
+``MedlineCitationSet`` files (baselines before 2017), which pubmed_parser skips.
 It uses one ``iterparse`` pass over the gzip stream and frees each record after use, so
 memory stays flat whatever the file size.
 """
@@ -13,6 +15,7 @@ memory stays flat whatever the file size.
 from __future__ import annotations
 
 import gzip
+import re
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +26,8 @@ from lxml import etree
 from ..errors import PipelineError
 
 RETRACTED_TYPES = {"Retracted Publication"}
+RECORD_TAGS = ("PubmedArticle", "MedlineCitation", "DeleteCitation")
+_YEAR = re.compile(r"\d{4}")
 
 
 @dataclass
@@ -80,9 +85,23 @@ def _version(pmid_el: etree._Element) -> int:
     return int(raw)
 
 
-def _citation(article: etree._Element) -> Citation | Malformed:
-    line = article.sourceline or 0
-    cit = article.find("MedlineCitation")
+def _year(pub_date: etree._Element | None) -> str:
+    """``<Year>``, else the first four-digit year of ``<MedlineDate>`` ("2008 Jul-Aug"), as
+    pubmed_parser reads it."""
+    if pub_date is None:
+        return ""
+    year = pub_date.find("Year")
+    if year is not None:
+        return _text(year)
+    found = _YEAR.search(_text(pub_date.find("MedlineDate")))
+    return found.group() if found else ""
+
+
+def _citation(record: etree._Element) -> Citation | Malformed:
+    """One citation from a ``<PubmedArticle>`` or a bare ``<MedlineCitation>`` (the layout of
+    ``MedlineCitationSet`` files before 2017)."""
+    line = record.sourceline or 0
+    cit = record if record.tag == "MedlineCitation" else record.find("MedlineCitation")
     pmid_el = cit.find("PMID") if cit is not None else None
     if pmid_el is None or not (pmid_el.text or "").strip().isdigit():
         return Malformed("PubmedArticle without a numeric MedlineCitation/PMID", line)
@@ -112,7 +131,7 @@ def _citation(article: etree._Element) -> Citation | Malformed:
         publication_types=pub_types,
         retracted=retracted,
         journal=_text(art.find("Journal/Title")),
-        year=_text(art.find("Journal/JournalIssue/PubDate/Year")),
+        year=_year(art.find("Journal/JournalIssue/PubDate")),
         line=line,
     )
 
@@ -133,23 +152,35 @@ def iter_medline(path: str | Path) -> Iterator[Citation | Deletion | Malformed]:
     """
     path = Path(path)
     last = "none yet"
+    records = 0
     opener = gzip.open if path.suffix == ".gz" else open
     try:
         with opener(path, "rb") as fh:
-            for _, el in etree.iterparse(fh, events=("end",), tag=("PubmedArticle", "DeleteCitation"),
-                                         resolve_entities=False, no_network=True, huge_tree=True):
-                if el.tag == "PubmedArticle":
-                    item = _citation(el)
-                    if isinstance(item, Citation):
-                        last = item.pmid
-                    yield item
-                else:
+            events = etree.iterparse(fh, events=("end",), tag=RECORD_TAGS, resolve_entities=False,
+                                     no_network=True, huge_tree=True)
+            for _, el in events:
+                if el.tag == "MedlineCitation" and el.getparent() is not None \
+                        and el.getparent().tag == "PubmedArticle":
+                    continue  # read with its PubmedArticle
+                records += 1
+                if el.tag == "DeleteCitation":
                     for p in el.iterfind("PMID"):
                         try:
                             yield Deletion((p.text or "").strip(), _version(p), p.sourceline or 0)
                         except ValueError as exc:
                             yield Malformed(str(exc), p.sourceline or 0, (p.text or "").strip())
+                else:
+                    item = _citation(el)
+                    if isinstance(item, Citation):
+                        last = item.pmid
+                    yield item
                 _free(el)
+            if not records:
+                root = events.root.tag if events.root is not None else "none"
+                raise PipelineError(
+                    f"{path}: no PubmedArticle, MedlineCitation or DeleteCitation record found "
+                    f"(root element <{root}>); is this a MEDLINE/PubMed XML file?"
+                )
     except etree.XMLSyntaxError as exc:
         raise PipelineError(
             f"{path}: malformed XML at line {exc.lineno}: {exc.msg} (last PMID read: {last}); "

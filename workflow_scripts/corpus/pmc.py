@@ -66,16 +66,29 @@ def _local(tag: object) -> str:
     return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""
 
 
-def _inline(el: etree._Element, skip: Callable[[etree._Element], bool]) -> str:
-    parts = [el.text or ""]
-    for child in el:
-        if isinstance(child.tag, str) and not skip(child):
-            parts.append(_inline(child, skip))
-        parts.append(child.tail or "")
-    return "".join(parts)
+# A dropped citation marker is first replaced by MARK (a character XML text cannot hold),
+# so that the brackets, separators and space around it can be removed with it.
+MARK = "\x00"
+_SEP = r"(?:[\s,;\u2013\u2014-]|\band\b)*"
+_RUN = rf"{MARK}(?:{_SEP}{MARK})*"
+_LEAD = r"(?:(?:e\.g\.|i\.e\.|cf\.|see(?: also)?|reviewed in),?\s*)?"
+_BRACKETED = re.compile(rf"\s*(?:\[{_LEAD}{_SEP}{_RUN}{_SEP}\]|\({_LEAD}{_SEP}{_RUN}{_SEP}\))")
+_LOOSE = re.compile(rf"\s*{_RUN}")
+_OPEN_SEP = re.compile(r"([\[(])\s*[,;]\s*")
+_SEP_CLOSE = re.compile(r"\s*[,;]\s*([\])])")
+_SPACE_BEFORE_PUNCT = re.compile(r"\s+([,.;:)\]])")
+_DOUBLE_STOP = re.compile(r"(?<!\.)\.\.(?!\.)")  # "White et al. [5]." -> "White et al.."
 
 
-_SPACE_BEFORE_PUNCT = re.compile(r"\s+([,.;:])")
+def drop_markers(text: str) -> str:
+    """Text without its MARKs: a bracket holding only citations goes with the space before
+    it ("disease [1-3]." -> "disease."); a run of markers goes with the separators between
+    them ("lipids [1], [2]." -> "lipids."); a bracket that also holds other words keeps them."""
+    if MARK not in text:
+        return _SPACE_BEFORE_PUNCT.sub(r"\1", text)
+    text = _LOOSE.sub("", _BRACKETED.sub("", text))
+    text = _SEP_CLOSE.sub(r"\1", _OPEN_SEP.sub(r"\1", text))
+    return _DOUBLE_STOP.sub(".", _SPACE_BEFORE_PUNCT.sub(r"\1", text))
 
 
 def _norm(s: str) -> str:
@@ -87,15 +100,24 @@ class _Walker:
         self.opts = opts
         self.out: list[str] = []
 
-    def skip_inline(self, el: etree._Element) -> bool:
-        name = _local(el.tag)
-        if name in BLOCKS:
-            return True
-        return name == "xref" and el.get("ref-type") == "bibr" and not self.opts.references
+    def inline(self, el: etree._Element) -> str:
+        """Text of ``el`` and its inline children; blocks are left to ``block``, citation
+        markers become MARK unless references are kept."""
+        parts = [el.text or ""]
+        for child in el:
+            name = _local(child.tag)
+            if name == "xref" and child.get("ref-type") == "bibr" and not self.opts.references:
+                parts.append(MARK)
+            elif name and name not in BLOCKS:
+                parts.append(self.inline(child))
+            parts.append(child.tail or "")
+        return "".join(parts)
+
+    def text(self, el: etree._Element) -> str:
+        return drop_markers(_norm(self.inline(el)))
 
     def para(self, el: etree._Element) -> None:
-        # a removed citation marker leaves "inhibitor , cleared": close the gap
-        text = _SPACE_BEFORE_PUNCT.sub(r"\1", _norm(_inline(el, self.skip_inline)))
+        text = self.text(el)
         if text:
             self.out.append(text)
         for child in el:
@@ -108,19 +130,20 @@ class _Walker:
             self.para(el)
         elif name == "title":
             if self.opts.section_titles:
-                self.out.append(_norm("".join(el.itertext())))
+                self.out.append(self.text(el))
         elif name in ("fig", "table-wrap"):
             if self.opts.captions:
                 for cap in el.iterfind("caption"):
                     for part in cap:
                         if _local(part.tag) == "title":  # a caption's title is caption text
-                            self.out.append(_norm("".join(part.itertext())))
+                            self.out.append(self.text(part))
                         elif isinstance(part.tag, str):
                             self.block(part)
             if name == "table-wrap" and self.opts.tables:
                 for row in el.iter("tr"):
-                    cells = [_norm("".join(c.itertext())) for c in row if _local(c.tag) in ("td", "th")]
-                    self.out.append(" | ".join(cells))
+                    self.out.append(" | ".join(self.text(c) for c in row if _local(c.tag) in ("td", "th")))
+                for foot in el.iterfind("table-wrap-foot"):
+                    self.children(foot)
         elif name == "disp-formula":
             if self.opts.formulas:
                 self.out.append(_norm(" ".join(el.itertext())))
@@ -163,9 +186,11 @@ def parse_article(data: bytes, member: str, opts: PmcOptions) -> Article:
     walker = _Walker(opts)
     for abstract in meta.iterfind("abstract"):
         walker.children(abstract)
-    body = root.find("body")
-    if body is not None:
-        walker.children(body)
+    # figures and tables may stand in <floats-group> after the body rather than in it
+    for part in ("body", "floats-group"):
+        el = root.find(part)
+        if el is not None:
+            walker.children(el)
     back = root.find("back")
     if back is not None and opts.references:
         for ref_list in back.iter("ref-list"):

