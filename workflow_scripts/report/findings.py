@@ -60,11 +60,9 @@ def pair_findings(settings: ReportSettings, comparisons: pd.DataFrame) -> list[F
     """One sentence per configured pair and stated group mean."""
     out = []
     level = round(100 * settings.aggregation.confidence)
-    rows = comparisons[comparisons["task"].astype(str).str.startswith(GROUP_PREFIX)]
-    for r in rows.itertuples(index=False):
+    rows = [r for g in STATED_GROUPS for r in comparisons.itertuples(index=False) if r.task == GROUP_PREFIX + g]
+    for r in rows:
         group = r.task[len(GROUP_PREFIX):]
-        if group not in STATED_GROUPS:
-            continue
         a, b = settings.models[r.model_a].display, settings.models[r.model_b].display
         head = f"{a} vs {b}, {group} mean: {_num(r.value_a)} vs {_num(r.value_b)}"
         if pd.isna(r.mean_paired_difference):
