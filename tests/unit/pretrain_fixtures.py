@@ -16,6 +16,8 @@ import yaml
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 from transformers import PreTrainedTokenizerFast
 
+from workflow_scripts.pack import shard as pack_cli
+from workflow_scripts.pack.index import build_index
 from workflow_scripts.pretrain import train as pretrain_cli
 
 DRUGS = ["metformin", "insulin", "aspirin", "warfarin", "cisplatin", "tamoxifen", "heparin", "lisinopril"]
@@ -45,7 +47,7 @@ def documents(n_docs: int, seed: int = 0) -> list[str]:
     return [" ".join(sents[i * 6: i * 6 + rng.randint(2, 6)]) for i in range(n_docs)]
 
 
-def make_corpus(directory: Path, n_docs: int = 300, seed: int = 0, shards: int = 2) -> Path:
+def make_corpus(directory: Path, n_docs: int = 300, seed: int = 0, shards: int = 1) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     docs = documents(n_docs, seed)
     per = (len(docs) + shards - 1) // shards
@@ -120,3 +122,15 @@ def pretrain(base: dict, tmp_path: Path, name: str = "m", tokenizer: str = "word
         argv += ["--stop-after", str(stop_after)]
     pretrain_cli.main(argv)
     return out
+
+
+def pack(corpus: Path, tokenizer: Path, root: Path, seq_len: int = 32, heldout_fraction: float = 0.1) -> Path:
+    """Pack every shard of ``corpus`` as the workflow's pack jobs do; return the index a training job opens."""
+    base = root / corpus.name / f"seq~{seq_len}" / f"heldout~{heldout_fraction:g}"
+    dirs = []
+    for shard in sorted(corpus.glob("shard~*.parquet")):
+        dirs.append(base / shard.stem)
+        pack_cli.main(["--shard", str(shard), "--tokenizer", str(tokenizer), "--seq-len", str(seq_len),
+                       "--heldout-fraction", str(heldout_fraction), "--out", str(dirs[-1])])
+    build_index(corpus.name, dirs, base / "index.json")
+    return base / "index.json"
