@@ -98,3 +98,29 @@ def test_a_real_change_names_the_input_that_changed(study):
     with pytest.raises(PipelineError, match=r"made from different inputs: data\.seq~32/corpus/shard~1: .*delete .*training_state"):
         _train(root)
     assert (out / "training_state" / "latest").is_file()  # nothing of the checkpoint was lost
+
+
+@pytest.mark.slow
+def test_forcerun_build_corpus_on_the_demo_keeps_the_finished_model(tmp_path):
+    """README's own command, through Snakemake: corpora, vocabulary and packs are rebuilt
+    (identically), the pretraining job reruns, resumes at its last step and exports the same bytes."""
+    from workflow_harness import copy_demo, run_demo
+
+    workdir = copy_demo(tmp_path)
+    config = workdir / "config.yaml"
+    short = config.read_text().replace("      max_steps: 600\n", "      max_steps: 20\n", 1)
+    config.write_text(short.replace("      checkpoint_every: 200\n", "      checkpoint_every: 10\n", 1))
+    target = "results/pretrain/demo-roberta/model.safetensors"
+    first = run_demo(workdir, target)
+    assert first.returncode == 0, first.stderr[-6000:]
+    model = (workdir / target).read_bytes()
+    log = workdir / "results/pretrain/demo-roberta/training_state/train_log.jsonl"
+    steps = log.read_text()
+    again = run_demo(workdir, target, "--forcerun", "build_corpus")
+    assert again.returncode == 0, again.stderr[-6000:]
+    for rule in ("build_corpus", "pack", "pretrain"):  # everything downstream really ran again
+        assert f"rule {rule}:" in again.stdout + again.stderr
+    trained = (workdir / "results/logs/pretrain/demo-roberta.log").read_text()
+    assert "(step 20 of 20)" in trained and "training already reached max_steps=20" in trained
+    assert log.read_text() == steps
+    assert (workdir / target).read_bytes() == model

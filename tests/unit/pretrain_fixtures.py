@@ -18,6 +18,7 @@ from transformers import PreTrainedTokenizerFast
 
 from workflow_scripts.pack import shard as pack_cli
 from workflow_scripts.pack.index import build_index
+from workflow_scripts.pack.keys import packed_subdir
 from workflow_scripts.pretrain import train as pretrain_cli
 
 DRUGS = ["metformin", "insulin", "aspirin", "warfarin", "cisplatin", "tamoxifen", "heparin", "lisinopril"]
@@ -98,6 +99,18 @@ def make_sentencepiece(directory: Path, texts: list[str], vocab_size: int = 200)
     return _save(tok, directory, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
 
 
+def corpus_and_tokenizers(root: Path, shards: int = 1) -> dict:
+    """A 300-document corpus and a WordPiece, a byte-level BPE and a SentencePiece tokenizer learnt on it."""
+    texts = documents(300)
+    return {
+        "root": root,
+        "corpus": make_corpus(root / "corpus", 300, shards=shards),
+        "wordpiece": make_wordpiece(root / "wordpiece", texts),
+        "bpe": make_bpe(root / "bpe", texts),
+        "sentencepiece": make_sentencepiece(root / "sentencepiece", texts),
+    }
+
+
 TINY = {
     "architecture": "bert", "size": "tiny", "max_steps": 30, "batch_size": 8, "phases": [{"seq_len": 32, "fraction": 1.0}],
     "lr": 2e-3, "warmup_ratio": 0.1, "log_every": 5, "checkpoint_every": 10, "precision": "fp32",
@@ -126,7 +139,7 @@ def pretrain(base: dict, tmp_path: Path, name: str = "m", tokenizer: str = "word
 
 def pack(corpus: Path, tokenizer: Path, root: Path, seq_len: int = 32, heldout_fraction: float = 0.1) -> Path:
     """Pack every shard of ``corpus`` as the workflow's pack jobs do; return the index a training job opens."""
-    base = root / corpus.name / f"seq~{seq_len}" / f"heldout~{heldout_fraction:g}"
+    base = root / corpus.name / packed_subdir(seq_len, heldout_fraction)
     dirs = []
     for shard in sorted(corpus.glob("shard~*.parquet")):
         dirs.append(base / shard.stem)

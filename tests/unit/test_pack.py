@@ -5,12 +5,17 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import yaml
 from transformers import AutoTokenizer
+
+from workflow_scripts.config import plan
+from workflow_scripts.config.validate import load_config
 
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.pack import shard as pack_cli
@@ -25,15 +30,7 @@ import pretrain_fixtures as fx
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory):
-    root = tmp_path_factory.mktemp("pack")
-    texts = fx.documents(300)
-    return {
-        "root": root,
-        "corpus": fx.make_corpus(root / "corpus", 300, shards=2),
-        "wordpiece": fx.make_wordpiece(root / "wordpiece", texts),
-        "bpe": fx.make_bpe(root / "bpe", texts),
-        "sentencepiece": fx.make_sentencepiece(root / "sentencepiece", texts),
-    }
+    return fx.corpus_and_tokenizers(tmp_path_factory.mktemp("pack"), shards=2)
 
 
 def reference_pack(docs, tok, seq_len, fraction):
@@ -159,3 +156,20 @@ def test_pack_cli_records_the_shard_it_read(base, tmp_path):
     assert prov["step"] == "pack" and prov["inputs"]["shard"]["sha256"] == meta["shard"]["sha256"]
     assert {o["path"].rsplit("/", 1)[-1] for o in prov["outputs"]} >= {"meta.json", "train.tokens.bin", "heldout.flags.bin"}
     assert prov["key"] == meta["key"] and meta["blocks"]["train"] > 0
+
+
+def test_models_share_packs_and_continual_models_pack_with_their_checkpoints_tokenizer():
+    root = Path(__file__).resolve().parents[2]
+    study = load_config(yaml.safe_load((root / "config.yaml").read_text()), root / "schemas/config.schema.yaml")
+    assert plan.model_tokenizer(study, "ours-base-pm-voc") == ("vocab~pm-bpe50k", "results/vocab/pm-bpe50k")
+    # continual pretraining from an external checkpoint: that checkpoint's tokenizer
+    assert plan.model_tokenizer(study, "ours-base-pm") == ("model~roberta-base", "FacebookAI/roberta-base")
+    # continuing a model built here, or distilling from it: the vocabulary it was built with
+    assert plan.model_tokenizer(study, "ours-base-train-longer")[0] == "vocab~pm-m3-bpe50k"
+    assert plan.model_tokenizer(study, "distil-pubmedbert")[0] == "vocab~pm-wordpiece30k-uncased"
+    teacher, students = plan.model_packed(study, "pubmedbert-ours"), plan.model_packed(study, "tiny-pubmedbert")
+    assert teacher[0] == "results/packed/vocab~pm-wordpiece30k-uncased/pubmed/seq~128/heldout~0.01/index.json"
+    assert set(students) <= set(teacher)  # the students open the teacher's packs
+    assert plan.model_packed(study, "ours-base-pm-m3") == [
+        f"results/packed/model~roberta-base/{c}/seq~512/heldout~0.01/index.json" for c in ("pubmed", "pmc", "mimic")
+    ]

@@ -34,15 +34,7 @@ torch.set_num_threads(1)
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory):
-    root = tmp_path_factory.mktemp("pretrain")
-    texts = fx.documents(300)
-    return {
-        "root": root,
-        "corpus": fx.make_corpus(root / "corpus", 300),
-        "wordpiece": fx.make_wordpiece(root / "wordpiece", texts),
-        "bpe": fx.make_bpe(root / "bpe", texts),
-        "sentencepiece": fx.make_sentencepiece(root / "sentencepiece", texts),
-    }
+    return fx.corpus_and_tokenizers(tmp_path_factory.mktemp("pretrain"))
 
 
 _pretrain = fx.pretrain
@@ -319,7 +311,7 @@ def test_a_small_corpus_wraps_into_more_epochs(base, tmp_path):
     settings = fx.write_settings(tmp_path / "s.yaml", heldout_fraction=0.0, max_steps=20)
     out = tmp_path / "o"
     pretrain_cli.main(["--settings", str(settings), "--corpus", str(small), "--tokenizer", str(base["wordpiece"]), "--out", str(out)])
-    blocks = json.loads((out / "packed/small/seq~32/heldout~0/index.json").read_text())["shards"][0]["blocks"]["train"]
+    blocks = json.loads((out / "packed/small/seq~32/heldout~0.0/index.json").read_text())["shards"][0]["blocks"]["train"]
     assert blocks * 2 < 20 * 8  # many epochs
     assert json.loads((out / "eval.json").read_text())["heldout_loss"] is None
 

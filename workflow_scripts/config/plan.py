@@ -12,6 +12,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+from ..pack.keys import packed_subdir
 from .study import ModelEntry, Study
 from .typed import to_dict
 
@@ -199,7 +200,7 @@ def corpus_shards(study: Study, corpus: str) -> int:
 
 def packed_dir(tokenizer: str, corpus: str, seq_len: int, heldout_fraction: float) -> str:
     """One corpus packed at one length: ``shard~N/`` per corpus shard, and their ``index.json``."""
-    return f"{RESULTS}/packed/{tokenizer}/{corpus}/seq~{seq_len}/heldout~{heldout_fraction:g}"
+    return f"{RESULTS}/packed/{tokenizer}/{corpus}/{packed_subdir(seq_len, heldout_fraction)}"
 
 
 def model_packed(study: Study, model: str) -> list[str]:

@@ -13,6 +13,11 @@ import json
 PACK_VERSION = "pack_v2"  # v2: blocks are cut per corpus shard (v1 cut one stream over all shards)
 
 
+def packed_subdir(seq_len: int, heldout_fraction: float) -> str:
+    """``seq~N/heldout~F`` (F as Python writes the float back, so the path reads back the same value)."""
+    return f"seq~{seq_len}/heldout~{float(heldout_fraction)!r}"
+
+
 def tokenizer_digest(tokenizer) -> str:
     """What decides the token ids and word boundaries: normaliser, pre-tokenizer, model, added tokens."""
     backend = getattr(tokenizer, "backend_tokenizer", None) if getattr(tokenizer, "is_fast", False) else None

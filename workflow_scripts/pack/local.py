@@ -15,7 +15,7 @@ from typing import Sequence
 from ..errors import PipelineError
 from ..provenance import sha256_file
 from .index import build_index
-from .keys import pack_key, tokenizer_digest
+from .keys import pack_key, packed_subdir, tokenizer_digest
 from .shard import pack_shard
 
 
@@ -29,7 +29,7 @@ def corpus_shards(corpus_dir: Path) -> list[Path]:
 
 
 def packed_dir(root: Path, corpus: str, seq_len: int, heldout_fraction: float) -> Path:
-    return root / corpus / f"seq~{seq_len}" / f"heldout~{heldout_fraction:g}"
+    return root / corpus / packed_subdir(seq_len, heldout_fraction)
 
 
 def index_paths(corpus_dirs: Sequence[str | os.PathLike], seq_lens: Sequence[int], heldout_fraction: float,
