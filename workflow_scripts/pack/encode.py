@@ -3,9 +3,10 @@
 A fast tokenizer's Rust backend encodes a batch on all its threads (RAYON_NUM_THREADS);
 the ids and word ids of the batch are concatenated once, and the flags are computed on
 the whole stream with numpy. A token starts a word when its word id (the pre-tokenizer's
-word) differs from the previous token's, or when it opens a document. Where the tokenizer
-gives no word ids, the token spelling decides: WordPiece continuations start with ``##``;
-byte-level BPE (``Ġ``) and SentencePiece (``▁``) mark the token that starts a word.
+word) differs from the previous token's, or when it opens a document. WordPiece spells
+the same boundaries (every piece but a word's first starts with ``##``), so there the
+spelling decides, as it does for a tokenizer without word ids: byte-level BPE (``Ġ``) and
+SentencePiece (``▁``) mark the token that starts a word.
 """
 
 from __future__ import annotations
@@ -39,14 +40,22 @@ def spelling_starts(tokenizer) -> np.ndarray:
     return table
 
 
+def _doc_starts(lengths: np.ndarray, total: int) -> np.ndarray:
+    starts = np.zeros(total, dtype=bool)
+    offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    starts[offsets[lengths > 0]] = True
+    return starts
+
+
+def spelling_flags(ids: np.ndarray, lengths: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    return (starts[ids].astype(bool) | _doc_starts(lengths, len(ids))).astype(np.uint8)
+
+
 def word_flags(word_ids: np.ndarray, lengths: np.ndarray, ids: np.ndarray, starts: np.ndarray) -> np.ndarray:
     """WORD_START/CONTINUATION of a stream; ``word_ids`` is NaN where the tokenizer gave none."""
-    doc_start = np.zeros(len(ids), dtype=bool)
-    offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-    doc_start[offsets[lengths > 0]] = True
     changed = np.ones(len(ids), dtype=bool)
     changed[1:] = word_ids[1:] != word_ids[:-1]
-    flags = (changed | doc_start).astype(np.uint8)
+    flags = (changed | _doc_starts(lengths, len(ids))).astype(np.uint8)
     missing = np.isnan(word_ids)
     if missing.any():
         # a document with any token lacking a word id is flagged by spelling throughout
@@ -54,7 +63,7 @@ def word_flags(word_ids: np.ndarray, lengths: np.ndarray, ids: np.ndarray, start
         by_spelling = np.zeros(len(lengths), dtype=bool)
         by_spelling[np.unique(doc_of[missing])] = True
         sel = by_spelling[doc_of]
-        flags[sel] = (starts[ids[sel]].astype(bool) | doc_start[sel]).astype(np.uint8)
+        flags[sel] = spelling_flags(ids, lengths, starts)[sel]
     return flags
 
 
@@ -65,7 +74,7 @@ class Encoder:
         self.tokenizer = tokenizer
         self.starts = spelling_starts(tokenizer)
         backend = getattr(tokenizer, "backend_tokenizer", None) if getattr(tokenizer, "is_fast", False) else None
-        if backend is not None:
+        if backend is not None and (backend.truncation is not None or backend.padding is not None):
             from tokenizers import Tokenizer
 
             # whole documents are packed: a copy without the truncation/padding the checkpoint may carry
@@ -73,14 +82,19 @@ class Encoder:
             backend.no_truncation()
             backend.no_padding()
         self.backend = backend
+        # WordPiece marks every piece but a word's first with "##": the spelling is the word
+        # boundary, and the word ids need not be fetched at all
+        self.by_spelling = backend is None or type(backend.model).__name__ == "WordPiece"
 
     def encode(self, texts: Sequence[str]) -> Encoded:
         if self.backend is None:
             return self._encode_slow(texts)
         encodings = self.backend.encode_batch(list(texts), add_special_tokens=False)
-        lengths = np.fromiter((len(e.ids) for e in encodings), dtype=np.int64, count=len(encodings))
+        lengths = np.fromiter((len(e) for e in encodings), dtype=np.int64, count=len(encodings))
         total = int(lengths.sum())
         ids = np.fromiter(itertools.chain.from_iterable(e.ids for e in encodings), dtype=np.int64, count=total)
+        if self.by_spelling:
+            return Encoded(ids, spelling_flags(ids, lengths, self.starts), lengths)
         # numpy turns the None of a token without a word into NaN
         word_ids = np.array(list(itertools.chain.from_iterable(e.word_ids for e in encodings)), dtype=np.float64)
         return Encoded(ids, word_flags(word_ids, lengths, ids, self.starts), lengths)
@@ -90,4 +104,4 @@ class Encoder:
         lengths = np.fromiter((len(x) for x in enc), dtype=np.int64, count=len(enc))
         total = int(lengths.sum())
         ids = np.fromiter(itertools.chain.from_iterable(enc), dtype=np.int64, count=total)
-        return Encoded(ids, word_flags(np.full(total, np.nan), lengths, ids, self.starts), lengths)
+        return Encoded(ids, spelling_flags(ids, lengths, self.starts), lengths)

@@ -27,7 +27,8 @@ def tokenizer_digest(tokenizer) -> str:
         content["added_tokens"] = sorted((t["id"], t["content"]) for t in spec.get("added_tokens") or [])
     else:
         content = {"class": type(tokenizer).__name__, "vocab": sorted(tokenizer.get_vocab().items())}
-    return hashlib.sha256(json.dumps(content, sort_keys=True).encode()).hexdigest()
+    # tokenizers serialises in a fixed order (vocabulary by id, merges by rank): no re-sorting needed
+    return hashlib.sha256(json.dumps(content).encode()).hexdigest()
 
 
 def pack_key(shard_sha256: str, tokenizer: str, seq_len: int, heldout_fraction: float) -> str:

@@ -81,7 +81,9 @@ def load_phases(settings: PretrainSettings, indexes: list[Path], tokenizer
                 f"{path}: packed with heldout_fraction {index['heldout_fraction']}, the settings say {settings.heldout_fraction}"
             )
         opened.append((index, dirs))
-    phases, used, keys = [], [], {}
+    phases: list[PackedCorpus] = []
+    used: dict[Path, None] = {}
+    keys: dict[str, str] = {}
     for i, phase in enumerate(settings.phases):
         chosen = [(ix, dirs) for ix, dirs in opened if ix["seq_len"] == phase.seq_len]
         if not chosen:
@@ -98,8 +100,8 @@ def load_phases(settings: PretrainSettings, indexes: list[Path], tokenizer
                 "add text or lower phases[].seq_len"
             )
         phases.append(train)
-        used += [d for d in dirs if d not in used]
-    return phases, PackedCorpus(dirs, "heldout"), used, keys
+        used.update(dict.fromkeys(dirs))
+    return phases, PackedCorpus(dirs, "heldout"), list(used), keys
 
 
 def training_key(settings: PretrainSettings, data: dict[str, str], model: torch.nn.Module, extra: dict[str, Any]) -> dict:
