@@ -95,7 +95,8 @@ def test_a_real_change_names_the_input_that_changed(study):
     rows[0]["text"] += " Aspirin reduced sepsis."
     pq.write_table(pa.Table.from_pylist(rows), shard)
     (out / "model.safetensors").unlink()
-    with pytest.raises(PipelineError, match=r"made from different inputs: data\.seq~32/corpus/shard~1: .*delete .*training_state"):
+    changed = r"made from different inputs: data\.seq~32/corpus/shard~1: .*delete .*training_state"
+    with pytest.raises(PipelineError, match=changed):
         _train(root)
     assert (out / "training_state" / "latest").is_file()  # nothing of the checkpoint was lost
 

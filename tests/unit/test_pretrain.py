@@ -285,14 +285,16 @@ def test_a_packed_corpus_trains_without_its_parquet_files(base, tmp_path):
         shard.write_bytes(b"")  # unreadable: the training job must not open it
     settings = fx.write_settings(tmp_path / "s.yaml", max_steps=6)
     out = tmp_path / "o"
-    pretrain_cli.main(["--settings", str(settings), "--packed", str(index), "--tokenizer", str(base["wordpiece"]), "--out", str(out)])
+    vocab = ["--tokenizer", str(base["wordpiece"])]
+    pretrain_cli.main(["--settings", str(settings), "--packed", str(index), *vocab, "--out", str(out)])
     assert [r["step"] for r in _log(out)][-1] == 6
     prov = json.loads((out / "provenance.json").read_text())
     assert [Path(e["path"]).name for e in prov["inputs"]["packed"]] == ["shard~0", "shard~1"]
-    assert all(e["provenance"].endswith("provenance.json") for e in prov["inputs"]["packed"])  # back to the corpus shards
+    # each packed shard's record leads back to its corpus shard
+    assert all(e["provenance"].endswith("provenance.json") for e in prov["inputs"]["packed"])
+    longer = fx.write_settings(tmp_path / "s64.yaml", phases=[{"seq_len": 64, "fraction": 1.0}])
     with pytest.raises(PipelineError, match=r"phases\[0\]\.seq_len 64: no packed data of that length \(given: \[32\]\)"):
-        pretrain_cli.main(["--settings", str(fx.write_settings(tmp_path / "s64.yaml", phases=[{"seq_len": 64, "fraction": 1.0}])),
-                           "--packed", str(index), "--tokenizer", str(base["wordpiece"]), "--out", str(tmp_path / "o64")])
+        pretrain_cli.main(["--settings", str(longer), "--packed", str(index), *vocab, "--out", str(tmp_path / "o64")])
     with pytest.raises(PipelineError, match="packed with a different tokenizer than the model's"):
         pretrain_cli.main(["--settings", str(settings), "--packed", str(index), "--tokenizer", str(base["bpe"]),
                            "--out", str(tmp_path / "obpe")])
@@ -311,7 +313,8 @@ def test_a_small_corpus_wraps_into_more_epochs(base, tmp_path):
     settings = fx.write_settings(tmp_path / "s.yaml", heldout_fraction=0.0, max_steps=20)
     out = tmp_path / "o"
     pretrain_cli.main(["--settings", str(settings), "--corpus", str(small), "--tokenizer", str(base["wordpiece"]), "--out", str(out)])
-    blocks = json.loads((out / "packed/small/seq~32/heldout~0.0/index.json").read_text())["shards"][0]["blocks"]["train"]
+    index = json.loads((out / "packed/small/seq~32/heldout~0.0/index.json").read_text())
+    blocks = index["shards"][0]["blocks"]["train"]
     assert blocks * 2 < 20 * 8  # many epochs
     assert json.loads((out / "eval.json").read_text())["heldout_loss"] is None
 

@@ -108,7 +108,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         key = training_key(s, data.keys, student, {"teacher": args.teacher, "init": args.init, "student": init_info})
         job = Job(
             settings=s, objective=objective, model=student, tokenizer=tokenizer, phases=data.phases,
-            heldout=data.heldout, state_dir=out / "training_state", digest=resume_digest(out / "training_state", key, d),
+            heldout=data.heldout, state_dir=out / "training_state",
+            digest=resume_digest(out / "training_state", key, d),
             flops_per_token=flops_fn(student, teacher if terms else None), dist=d,
         )
         inputs = {"teacher": args.teacher, **data_inputs(args, data), "settings": args.settings,

@@ -9,7 +9,8 @@ import numpy as np
 from ..pretrain.data import SPECIAL, Specials
 
 
-def cut_blocks(ids: np.ndarray, flags: np.ndarray, seq_len: int, specials: Specials, dtype) -> tuple[np.ndarray, np.ndarray, int]:
+def cut_blocks(ids: np.ndarray, flags: np.ndarray, seq_len: int, specials: Specials,
+               dtype) -> tuple[np.ndarray, np.ndarray, int]:
     """Whole blocks of the stream (tokens, flags) and how many stream tokens they used."""
     content = seq_len - 2
     n = len(ids) // content

@@ -34,7 +34,9 @@ def build_index(corpus: str, shard_dirs: Sequence[str | os.PathLike], out: str |
     for d, meta in metas[1:]:
         for key in SAME:
             if meta.get(key) != first.get(key):
-                raise PipelineError(f"{d}/meta.json: {key} {meta.get(key)!r} differs from {metas[0][0]}'s {first.get(key)!r}")
+                raise PipelineError(
+                    f"{d}/meta.json: {key} {meta.get(key)!r} differs from {metas[0][0]}'s {first.get(key)!r}"
+                )
     index = {
         **{key: first[key] for key in SAME}, "corpus": corpus,
         "shards": [{"dir": os.path.relpath(d, out.parent), "key": m["key"], "blocks": m["blocks"]} for d, m in metas],

@@ -34,7 +34,8 @@ def packed_dir(root: Path, corpus: str, seq_len: int, heldout_fraction: float) -
 
 def index_paths(corpus_dirs: Sequence[str | os.PathLike], seq_lens: Sequence[int], heldout_fraction: float,
                 root: Path) -> list[Path]:
-    return [packed_dir(root, Path(c).name, n, heldout_fraction) / "index.json" for c in corpus_dirs for n in dict.fromkeys(seq_lens)]
+    lengths = dict.fromkeys(seq_lens)
+    return [packed_dir(root, Path(c).name, n, heldout_fraction) / "index.json" for c in corpus_dirs for n in lengths]
 
 
 def pack_corpora(corpus_dirs: Sequence[str | os.PathLike], tokenizer, seq_lens: Sequence[int],
@@ -49,7 +50,8 @@ def pack_corpora(corpus_dirs: Sequence[str | os.PathLike], tokenizer, seq_lens: 
             for shard in shards:
                 target, sha = base / shard.stem, sha256_file(shard)
                 meta = target / "meta.json"
-                if not meta.is_file() or json.loads(meta.read_text()).get("key") != pack_key(sha, digest, seq_len, heldout_fraction):
+                key = pack_key(sha, digest, seq_len, heldout_fraction)
+                if not meta.is_file() or json.loads(meta.read_text()).get("key") != key:
                     pack_shard(shard, tokenizer, seq_len, heldout_fraction, target, sha)
                 dirs.append(target)
             build_index(corpus.name, dirs, base / "index.json")

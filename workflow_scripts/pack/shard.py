@@ -50,10 +50,8 @@ def iter_batches(shard: Path, batch_docs: int = BATCH_DOCS) -> Iterator[tuple[li
     row = 0
     for batch in pf.iter_batches(columns=columns, batch_size=batch_docs):
         texts = [t or "" for t in batch.column("text").to_pylist()]
-        if "id" in names:
-            ids = [f"{shard.name}:{row + i}" if d is None else str(d) for i, d in enumerate(batch.column("id").to_pylist())]
-        else:
-            ids = [f"{shard.name}:{row + i}" for i in range(len(texts))]
+        given = batch.column("id").to_pylist() if "id" in names else [None] * len(texts)
+        ids = [f"{shard.name}:{row + i}" if d is None else str(d) for i, d in enumerate(given)]
         row += len(texts)
         yield ids, texts
 
@@ -142,7 +140,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     meta = pack_shard(shard, tokenizer, args.seq_len, args.heldout_fraction, out)
     outputs = [out / "meta.json"] + [out / f"{s}.{kind}.bin" for s in SPLITS for kind in ("tokens", "flags")]
     provenance.record(out, step="pack", inputs={"shard": shard, "tokenizer": args.tokenizer},
-                      params={"seq_len": args.seq_len, "heldout_fraction": args.heldout_fraction, "version": PACK_VERSION},
+                      params={"seq_len": args.seq_len, "heldout_fraction": args.heldout_fraction,
+                              "version": PACK_VERSION},
                       outputs=outputs, started=started, extra={"key": meta["key"], "blocks": meta["blocks"]})
 
 

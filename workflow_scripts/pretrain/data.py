@@ -90,7 +90,9 @@ class PackedCorpus:
         self.parts = [PackedBlocks(d, split) for d in directories]
         lengths = {p.seq_len for p in self.parts}
         if len(lengths) != 1:
-            raise PipelineError(f"{', '.join(map(str, directories))}: shards of different lengths {sorted(lengths)} in one phase")
+            raise PipelineError(
+                f"{', '.join(map(str, directories))}: shards of different lengths {sorted(lengths)} in one phase"
+            )
         self.seq_len = lengths.pop()
         self.offsets = np.cumsum([0] + [len(p) for p in self.parts])
         self.n = int(self.offsets[-1])

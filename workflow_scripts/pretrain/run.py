@@ -75,10 +75,13 @@ def load_phases(settings: PretrainSettings, indexes: list[Path], tokenizer
     for path in indexes:
         index, dirs = read_index(path)
         if index["tokenizer"] != wanted:
-            raise PipelineError(f"{path}: packed with a different tokenizer than the model's; pack with the model's tokenizer")
+            raise PipelineError(
+                f"{path}: packed with a different tokenizer than the model's; pack with the model's tokenizer"
+            )
         if index["heldout_fraction"] != settings.heldout_fraction:
             raise PipelineError(
-                f"{path}: packed with heldout_fraction {index['heldout_fraction']}, the settings say {settings.heldout_fraction}"
+                f"{path}: packed with heldout_fraction {index['heldout_fraction']}, "
+                f"the settings say {settings.heldout_fraction}"
             )
         opened.append((index, dirs))
     phases: list[PackedCorpus] = []
@@ -88,7 +91,9 @@ def load_phases(settings: PretrainSettings, indexes: list[Path], tokenizer
         chosen = [(ix, dirs) for ix, dirs in opened if ix["seq_len"] == phase.seq_len]
         if not chosen:
             have = sorted({ix["seq_len"] for ix, _ in opened})
-            raise PipelineError(f"phases[{i}].seq_len {phase.seq_len}: no packed data of that length (given: {have}); pack it")
+            raise PipelineError(
+                f"phases[{i}].seq_len {phase.seq_len}: no packed data of that length (given: {have}); pack it"
+            )
         dirs = [d for _, ds in chosen for d in ds]
         for ix, ds in chosen:
             for shard, d in zip(ix["shards"], ds):
@@ -104,7 +109,8 @@ def load_phases(settings: PretrainSettings, indexes: list[Path], tokenizer
     return phases, PackedCorpus(dirs, "heldout"), list(used), keys
 
 
-def training_key(settings: PretrainSettings, data: dict[str, str], model: torch.nn.Module, extra: dict[str, Any]) -> dict:
+def training_key(settings: PretrainSettings, data: dict[str, str], model: torch.nn.Module,
+                 extra: dict[str, Any]) -> dict:
     """Everything a checkpoint depends on, by content: recipe, packed shards' keys, model config."""
     recipe = {k: v for k, v in to_dict(settings).items() if k not in OPERATIONAL}
     return {"recipe": recipe, "data": data, "config": model.config.to_dict(), **extra}

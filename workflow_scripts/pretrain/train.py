@@ -1,7 +1,8 @@
 """Pretraining (masked-language model or ELECTRA), from scratch with a learned vocabulary or continual from a checkpoint.
 
-    python -m workflow_scripts.pretrain.train --settings S.yaml --packed results/packed/T/A/seq~128/heldout~0.01/index.json \
-        [...] (--tokenizer results/vocab/V | --init MODEL_DIR_OR_HUB_ID) --out results/pretrain/M
+    python -m workflow_scripts.pretrain.train --settings S.yaml \
+        --packed results/packed/T/A/seq~128/heldout~0.01/index.json [...] \
+        (--tokenizer results/vocab/V | --init MODEL_DIR_OR_HUB_ID) --out results/pretrain/M
 
 ``--packed`` opens the pack stage's blocks; ``--corpus results/corpus/A`` instead packs the
 corpus under ``<out>/packed`` first (runs by hand).
@@ -109,7 +110,8 @@ def electra_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: 
     return Job(
         settings=s, objective=electra.ElectraObjective(discriminator, generator, s.electra), model=discriminator,
         tokenizer=tokenizer, phases=data.phases, heldout=data.heldout, state_dir=out / "training_state",
-        digest=resume_digest(out / "training_state", key, d), flops_per_token=electra.flops_fn(discriminator, generator),
+        digest=resume_digest(out / "training_state", key, d),
+        flops_per_token=electra.flops_fn(discriminator, generator),
         dist=d, evaluator=electra.evaluate, companions={electra.GENERATOR_DIR: generator},
     ), data
 

@@ -39,7 +39,8 @@ CATEGORIES = {
     "tables": "table",
     "configs": "settings",
 }
-ORDER = ["table", "run", "checkpoint", "vocabulary", "packed data", "corpus", "task data", "raw file", "settings", "other"]
+ORDER = ["table", "run", "checkpoint", "vocabulary", "packed data", "corpus", "task data", "raw file", "settings",
+         "other"]
 ROW_KEYS = ("task", "group", "type")
 
 
