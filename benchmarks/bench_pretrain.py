@@ -62,6 +62,7 @@ from transformers import DataCollatorForLanguageModeling, PreTrainedTokenizerFas
 from transformers.utils import logging as hf_logging
 
 from workflow_scripts.config.typed import parse
+from workflow_scripts.pack.index import read_index
 from workflow_scripts.pretrain import train as pretrain_cli
 from workflow_scripts.pretrain.data import PackedBlocks
 from workflow_scripts.pretrain.loop import peak_tflops
@@ -266,8 +267,8 @@ def bench_one(work: Path, corpus: Path, vocab: Path, tokenizer, model_name: str,
         release(device)
         raw["ours"].append(run_ours(work, corpus, vocab, recipe, args.steps, args.warmup, f"ours-{tag}-{r}", device))
         if blocks is None:
-            cache = next((work / f"ours-{tag}-0" / "data").glob(f"seq~{seq_len}-*"))
-            blocks = np.asarray(PackedBlocks(cache, "train").tokens)
+            _, shards = read_index(next((work / f"ours-{tag}-0" / "packed").glob(f"*/seq~{seq_len}/*/index.json")))
+            blocks = np.concatenate([np.asarray(PackedBlocks(d, "train").tokens) for d in shards])
         if "trainer" in raw:
             raw["trainer"].append(run_trainer(work, blocks, tokenizer, s, args.steps, args.warmup, device))
         if "loop" in raw:

@@ -95,7 +95,7 @@ import json, os, sys, tempfile, time
 from pathlib import Path
 from transformers import AutoTokenizer
 import pyarrow.parquet as pq
-from workflow_scripts.pretrain.data import build_blocks
+from workflow_scripts.pack.shard import pack_shard
 vocab, corpora, seq_len = sys.argv[1], sys.argv[2:-1], int(sys.argv[-1])
 tok = AutoTokenizer.from_pretrained(vocab)
 texts = [t for c in corpora for s in sorted(Path(c).glob("shard~*.parquet")) for t in pq.read_table(s, columns=["text"])["text"].to_pylist()]
@@ -106,7 +106,9 @@ for i in range(0, len(texts), 512):
 plain = time.process_time() - t0
 with tempfile.TemporaryDirectory() as d:
     t0 = time.process_time()
-    build_blocks(corpora, tok, seq_len, 0.01, Path(d) / "blocks")
+    for c in corpora:
+        for s in sorted(Path(c).glob("shard~*.parquet")):
+            pack_shard(s, tok, seq_len, 0.01, Path(d) / Path(c).name / s.stem)
     ours = time.process_time() - t0
 print(json.dumps({"megabytes": mb, "plain_seconds": plain, "pretrain_pack_seconds": ours}))
 """

@@ -1,6 +1,7 @@
 import functools
 import os
 import re
+import shlex
 import sys
 
 from workflow_scripts.config import plan
@@ -9,6 +10,7 @@ from workflow_scripts.config.resources import MODEL_RULES, snakemake_resources
 from workflow_scripts.config.validate import load_config
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.atomic import write_yaml
+from workflow_scripts.pack.index import build_index
 
 try:
     STUDY = load_config(config, workflow.source_path("../schemas/config.schema.yaml"))
@@ -29,6 +31,10 @@ DISTILLED = [m for m, e in STUDY.models.items() if e.kind == "distill"]
 BASELINES = plan.baseline_models(STUDY)
 TRAINED_OR_LOADED = [m for m in MODELS if m not in BASELINES]
 EVALUATED = plan.evaluated_models(STUDY)
+PACK_TOKENIZERS = plan.pack_tokenizers(STUDY)
+PACKED_SHARD = (
+    "results/packed/{tokenizer}/{corpus}/seq~{seq_len}/heldout~{heldout}/shard~{shard}"
+)
 TABLE_NAMES = ["medians", "groups", "blurb"]
 TABLES = expand(
     "results/tables/{table}.{ext}", table=TABLE_NAMES, ext=["csv", "md", "tex"]
@@ -68,6 +74,10 @@ wildcard_constraints:
     vocab=_names(VOCABS),
     model=_names(MODELS),
     task=_names(TASKS),
+    tokenizer=_names(PACK_TOKENIZERS),
+    seq_len=r"\d+",
+    heldout=r"[0-9.e+-]+",
+    shard=r"\d+",
     fold=r"\d+",
     seed=r"\d+",
     file=r"[^/]+",
@@ -82,6 +92,7 @@ finetune_settings = functools.cache(
 )
 model_marker = functools.cache(lambda model: plan.model_marker(STUDY, model))
 model_dir = functools.cache(lambda model: plan.model_dir(STUDY, model))
+model_packed = functools.cache(lambda model: plan.model_packed(STUDY, model))
 
 
 def write_settings(path, settings):
@@ -163,11 +174,17 @@ def corpus_markers(corpora):
 
 def model_inputs(wildcards):
     m = STUDY.models[wildcards.model]
-    inputs = corpus_markers(m.corpora) + plan.tokenizer_marker(STUDY, wildcards.model)
+    inputs = model_packed(wildcards.model) + plan.tokenizer_marker(
+        STUDY, wildcards.model
+    )
     for parent in (m.init, m.teacher):
         if parent:
             inputs += plan.model_marker(STUDY, parent)
     return inputs
+
+
+def packed_args(wildcards):
+    return " ".join(f"--packed {p}" for p in model_packed(wildcards.model))
 
 
 def ner_task_inputs(wildcards):

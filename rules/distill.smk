@@ -19,16 +19,14 @@ rule distill:
         launch=lambda wildcards, threads, resources: launcher(
             resources, threads, "distill"
         ),
-        corpora=lambda wildcards: plan.corpus_args(
-            STUDY.models[wildcards.model].corpora
-        ),
+        packed=packed_args,
         teacher=lambda wildcards: plan.model_dir(
             STUDY, STUDY.models[wildcards.model].teacher
         ),
         init=lambda wildcards: plan.model_source_args(STUDY, wildcards.model),
     shell:
         "{params.launch} -m workflow_scripts.distill.train --settings {input.settings}"
-        " --teacher {params.teacher} {params.corpora} {params.init}"
+        " --teacher {params.teacher} {params.packed} {params.init}"
         " --out results/distill/{wildcards.model} 2> {log}"
 
 

@@ -36,10 +36,8 @@ rule pretrain:
         launch=lambda wildcards, threads, resources: launcher(
             resources, threads, "pretrain"
         ),
-        corpora=lambda wildcards: plan.corpus_args(
-            STUDY.models[wildcards.model].corpora
-        ),
+        packed=packed_args,
         source=lambda wildcards: plan.model_source_args(STUDY, wildcards.model),
     shell:
         "{params.launch} -m workflow_scripts.pretrain.train --settings {input.settings}"
-        " {params.corpora} {params.source} --out results/pretrain/{wildcards.model} 2> {log}"
+        " {params.packed} {params.source} --out results/pretrain/{wildcards.model} 2> {log}"

@@ -16,6 +16,9 @@ import yaml
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 from transformers import PreTrainedTokenizerFast
 
+from workflow_scripts.pack import shard as pack_cli
+from workflow_scripts.pack.index import build_index
+from workflow_scripts.pack.keys import packed_subdir
 from workflow_scripts.pretrain import train as pretrain_cli
 
 DRUGS = ["metformin", "insulin", "aspirin", "warfarin", "cisplatin", "tamoxifen", "heparin", "lisinopril"]
@@ -45,7 +48,7 @@ def documents(n_docs: int, seed: int = 0) -> list[str]:
     return [" ".join(sents[i * 6: i * 6 + rng.randint(2, 6)]) for i in range(n_docs)]
 
 
-def make_corpus(directory: Path, n_docs: int = 300, seed: int = 0, shards: int = 2) -> Path:
+def make_corpus(directory: Path, n_docs: int = 300, seed: int = 0, shards: int = 1) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     docs = documents(n_docs, seed)
     per = (len(docs) + shards - 1) // shards
@@ -96,6 +99,18 @@ def make_sentencepiece(directory: Path, texts: list[str], vocab_size: int = 200)
     return _save(tok, directory, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
 
 
+def corpus_and_tokenizers(root: Path, shards: int = 1) -> dict:
+    """A 300-document corpus and a WordPiece, a byte-level BPE and a SentencePiece tokenizer learnt on it."""
+    texts = documents(300)
+    return {
+        "root": root,
+        "corpus": make_corpus(root / "corpus", 300, shards=shards),
+        "wordpiece": make_wordpiece(root / "wordpiece", texts),
+        "bpe": make_bpe(root / "bpe", texts),
+        "sentencepiece": make_sentencepiece(root / "sentencepiece", texts),
+    }
+
+
 TINY = {
     "architecture": "bert", "size": "tiny", "max_steps": 30, "batch_size": 8, "phases": [{"seq_len": 32, "fraction": 1.0}],
     "lr": 2e-3, "warmup_ratio": 0.1, "log_every": 5, "checkpoint_every": 10, "precision": "fp32",
@@ -120,3 +135,15 @@ def pretrain(base: dict, tmp_path: Path, name: str = "m", tokenizer: str = "word
         argv += ["--stop-after", str(stop_after)]
     pretrain_cli.main(argv)
     return out
+
+
+def pack(corpus: Path, tokenizer: Path, root: Path, seq_len: int = 32, heldout_fraction: float = 0.1) -> Path:
+    """Pack every shard of ``corpus`` as the workflow's pack jobs do; return the index a training job opens."""
+    base = root / corpus.name / packed_subdir(seq_len, heldout_fraction)
+    dirs = []
+    for shard in sorted(corpus.glob("shard~*.parquet")):
+        dirs.append(base / shard.stem)
+        pack_cli.main(["--shard", str(shard), "--tokenizer", str(tokenizer), "--seq-len", str(seq_len),
+                       "--heldout-fraction", str(heldout_fraction), "--out", str(dirs[-1])])
+    build_index(corpus.name, dirs, base / "index.json")
+    return base / "index.json"

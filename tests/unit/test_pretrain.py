@@ -21,6 +21,7 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer
 
 from workflow_scripts.config.typed import parse
 from workflow_scripts.errors import PipelineError
+from workflow_scripts.pack.encode import Encoder
 from workflow_scripts.pretrain import data as pdata
 from workflow_scripts.pretrain import train as pretrain_cli
 from workflow_scripts.pretrain.masking import apply_mask, draw, step_generator
@@ -33,15 +34,7 @@ torch.set_num_threads(1)
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory):
-    root = tmp_path_factory.mktemp("pretrain")
-    texts = fx.documents(300)
-    return {
-        "root": root,
-        "corpus": fx.make_corpus(root / "corpus", 300),
-        "wordpiece": fx.make_wordpiece(root / "wordpiece", texts),
-        "bpe": fx.make_bpe(root / "bpe", texts),
-        "sentencepiece": fx.make_sentencepiece(root / "sentencepiece", texts),
-    }
+    return fx.corpus_and_tokenizers(tmp_path_factory.mktemp("pretrain"))
 
 
 _pretrain = fx.pretrain
@@ -98,43 +91,6 @@ def test_two_phase_schedule_splits_steps():
 
 # --- data -----------------------------------------------------------------------------
 
-@pytest.mark.parametrize("family, continuation_mark", [("wordpiece", "##"), ("bpe", None), ("sentencepiece", None)])
-def test_word_starts_for_each_tokenizer_family(base, family, continuation_mark):
-    tok = AutoTokenizer.from_pretrained(base[family])
-    text = "Cardiomyopathy with hepatotoxicity"  # rare words: split into several pieces
-    enc = tok([text], add_special_tokens=False)
-    ids = enc["input_ids"][0]
-    tokens = tok.convert_ids_to_tokens(ids)
-    by_word_ids = pdata.word_start_flags(tokens, enc.word_ids(0))
-    by_spelling = pdata.word_start_flags(tokens, None)
-    assert by_word_ids == by_spelling
-    assert sum(by_word_ids) == 3 and len(tokens) > 3  # three words, more pieces
-    starts = [t for t, f in zip(tokens, by_word_ids) if f == pdata.WORD_START]
-    if continuation_mark:
-        assert not any(t.startswith(continuation_mark) for t in starts)
-        assert all(t.startswith("##") for t, f in zip(tokens, by_word_ids) if f == pdata.CONTINUATION)
-    elif family == "bpe":
-        assert all(t.startswith("Ġ") for t in starts[1:])
-    else:
-        assert all(t.startswith("▁") for t in starts)
-
-
-def test_packing_wraps_blocks_and_separates_documents(base, tmp_path):
-    tok = AutoTokenizer.from_pretrained(base["bpe"])
-    target = pdata.prepare_blocks([base["corpus"]], tok, 32, 0.1, tmp_path)
-    train, held = pdata.PackedBlocks(target, "train"), pdata.PackedBlocks(target, "heldout")
-    assert len(train) > 50 and 0 < len(held) < len(train) / 3
-    toks, flags = train.take(np.arange(len(train)))
-    assert (toks[:, 0] == tok.cls_token_id).all() and (toks[:, -1] == tok.sep_token_id).all()
-    inner = toks[:, 1:-1]
-    assert (inner == tok.sep_token_id).sum() >= 250 * 0.85  # one separator per training document
-    assert (((toks == tok.sep_token_id) | (toks == tok.cls_token_id)) == (flags == pdata.SPECIAL)).all()
-    # the cache is reused, not rebuilt
-    mtime = (target / "meta.json").stat().st_mtime_ns
-    assert pdata.prepare_blocks([base["corpus"]], tok, 32, 0.1, tmp_path) == target
-    assert (target / "meta.json").stat().st_mtime_ns == mtime
-
-
 def test_heldout_split_is_by_document_and_stable():
     ids = [f"doc{i}" for i in range(4000)]
     held = [i for i in ids if pdata.is_heldout(i, 0.1)]
@@ -149,19 +105,6 @@ def test_epochs_wrap_with_a_fresh_order():
         assert sorted(idx[epoch * 5:(epoch + 1) * 5]) == [0, 1, 2, 3, 4]
     assert list(idx[:5]) != list(idx[5:10]) or list(idx[5:10]) != list(idx[10:15])
     assert list(order.indices(7, 4)) == list(idx[7:11])
-
-
-def test_corpus_errors_are_clear(tmp_path, base):
-    tok = AutoTokenizer.from_pretrained(base["wordpiece"])
-    with pytest.raises(PipelineError, match="corpus directory not found"):
-        pdata.prepare_blocks([tmp_path / "nope"], tok, 32, 0.0, tmp_path / "d")
-    (tmp_path / "bad").mkdir()
-    (tmp_path / "bad" / "shard~0.parquet").write_text("not parquet")
-    with pytest.raises(PipelineError, match=r"shard~0\.parquet: not a readable parquet"):
-        pdata.prepare_blocks([tmp_path / "bad"], tok, 32, 0.0, tmp_path / "d")
-    small = fx.make_corpus(tmp_path / "small", n_docs=1, shards=1)
-    with pytest.raises(PipelineError, match="no training block"):
-        pdata.prepare_blocks([small], tok, 512, 0.0, tmp_path / "d")
 
 
 # --- masking --------------------------------------------------------------------------
@@ -190,9 +133,9 @@ def test_masking_80_10_10_statistics():
 @pytest.mark.parametrize("family", ["wordpiece", "bpe", "sentencepiece"])
 def test_whole_word_masking_takes_all_pieces_of_a_word(base, family):
     tok = AutoTokenizer.from_pretrained(base[family])
-    enc = tok(["Cardiomyopathy and hepatotoxicity with nephrotoxicity in cardiomyocytes"] * 200, add_special_tokens=False)
-    flags = torch.tensor([pdata.word_start_flags((), enc.word_ids(i)) for i in range(200)], dtype=torch.uint8)
-    ids = torch.tensor(enc["input_ids"])
+    enc = Encoder(tok).encode(["Cardiomyopathy and hepatotoxicity with nephrotoxicity in cardiomyocytes"] * 200)
+    flags = torch.from_numpy(enc.flags.reshape(200, -1))
+    ids = torch.from_numpy(enc.ids.reshape(200, -1))
     draws = draw(step_generator(3, 0, 0), *ids.shape, len(tok))
     _, selected = apply_mask(ids, flags, draws, mask_prob=0.3, mask_id=tok.mask_token_id, whole_word=True)
     word = torch.cumsum(flags.long(), dim=1)
@@ -330,9 +273,39 @@ def test_damaged_checkpoints_are_errors_not_restarts(base, tmp_path):
 
 def test_changed_settings_do_not_resume_silently(base, tmp_path):
     _pretrain(base, tmp_path, "c", stop_after=4, max_steps=10)
-    with pytest.raises(PipelineError, match="different settings"):
+    with pytest.raises(PipelineError, match=r"made from different inputs: recipe\.lr: 0\.002 -> 0\.001"):
         _pretrain(base, tmp_path, "c", max_steps=10, lr=1e-3)
     _pretrain(base, tmp_path, "c", max_steps=10, log_every=2)  # operational settings may change
+
+
+def test_a_packed_corpus_trains_without_its_parquet_files(base, tmp_path):
+    corpus = fx.make_corpus(tmp_path / "corpus", 300, shards=2)
+    index = fx.pack(corpus, base["wordpiece"], tmp_path / "packed")
+    for shard in corpus.glob("shard~*.parquet"):
+        shard.write_bytes(b"")  # unreadable: the training job must not open it
+    settings = fx.write_settings(tmp_path / "s.yaml", max_steps=6)
+    out = tmp_path / "o"
+    vocab = ["--tokenizer", str(base["wordpiece"])]
+    pretrain_cli.main(["--settings", str(settings), "--packed", str(index), *vocab, "--out", str(out)])
+    assert [r["step"] for r in _log(out)][-1] == 6
+    prov = json.loads((out / "provenance.json").read_text())
+    assert [Path(e["path"]).name for e in prov["inputs"]["packed"]] == ["shard~0", "shard~1"]
+    # each packed shard's record leads back to its corpus shard
+    assert all(e["provenance"].endswith("provenance.json") for e in prov["inputs"]["packed"])
+    longer = fx.write_settings(tmp_path / "s64.yaml", phases=[{"seq_len": 64, "fraction": 1.0}])
+    with pytest.raises(PipelineError, match=r"phases\[0\]\.seq_len 64: no packed data of that length \(given: \[32\]\)"):
+        pretrain_cli.main(["--settings", str(longer), "--packed", str(index), *vocab, "--out", str(tmp_path / "o64")])
+    with pytest.raises(PipelineError, match="packed with a different tokenizer than the model's"):
+        pretrain_cli.main(["--settings", str(settings), "--packed", str(index), "--tokenizer", str(base["bpe"]),
+                           "--out", str(tmp_path / "obpe")])
+
+
+def test_too_little_text_for_one_block_is_named(base, tmp_path):
+    small = fx.make_corpus(tmp_path / "small", n_docs=1, shards=1)
+    settings = fx.write_settings(tmp_path / "s.yaml", phases=[{"seq_len": 512, "fraction": 1.0}], heldout_fraction=0.0)
+    with pytest.raises(PipelineError, match="no training block of 512 tokens; add text or lower phases"):
+        pretrain_cli.main(["--settings", str(settings), "--corpus", str(small), "--tokenizer", str(base["wordpiece"]),
+                           "--out", str(tmp_path / "o")])
 
 
 def test_a_small_corpus_wraps_into_more_epochs(base, tmp_path):
@@ -340,7 +313,8 @@ def test_a_small_corpus_wraps_into_more_epochs(base, tmp_path):
     settings = fx.write_settings(tmp_path / "s.yaml", heldout_fraction=0.0, max_steps=20)
     out = tmp_path / "o"
     pretrain_cli.main(["--settings", str(settings), "--corpus", str(small), "--tokenizer", str(base["wordpiece"]), "--out", str(out)])
-    blocks = json.loads(next((out / "data").glob("seq~32-*/meta.json")).read_text())["blocks"]["train"]
+    index = json.loads((out / "packed/small/seq~32/heldout~0.0/index.json").read_text())
+    blocks = index["shards"][0]["blocks"]["train"]
     assert blocks * 2 < 20 * 8  # many epochs
     assert json.loads((out / "eval.json").read_text())["heldout_loss"] is None
 

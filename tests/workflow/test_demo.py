@@ -106,7 +106,7 @@ def test_pretrained_checkpoints_fill_in_held_out_masked_tokens(demo_run):
     import torch
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-    from workflow_scripts.pretrain.data import PackedBlocks
+    from workflow_scripts.pretrain.data import PackedCorpus
 
     cfg = _study(demo_run)
     pretrained = [m for m, e in cfg["models"].items() if e["kind"] == "pretrain"]
@@ -115,7 +115,11 @@ def test_pretrained_checkpoints_fill_in_held_out_masked_tokens(demo_run):
         path = demo_run / "results" / "pretrain" / model
         mlm = AutoModelForMaskedLM.from_pretrained(path).eval()
         tok = AutoTokenizer.from_pretrained(path)
-        heldout = max((PackedBlocks(d, "heldout") for d in (path / "data").glob("seq~*")), key=len)
+        packed: dict[str, list] = {}  # the packed shards it trained on, by sequence length
+        for entry in json.loads((path / "provenance.json").read_text())["inputs"]["packed"]:
+            shard = demo_run / entry["path"]
+            packed.setdefault(shard.parent.parent.name, []).append(shard)
+        heldout = max((PackedCorpus(dirs, "heldout") for dirs in packed.values()), key=len)
         ids = torch.from_numpy(heldout.take(np.arange(min(len(heldout), 64)))[0])
         chosen = torch.rand(ids.shape, generator=torch.Generator().manual_seed(0)) < 0.15
         chosen &= ~torch.isin(ids, torch.tensor(tok.all_special_ids))

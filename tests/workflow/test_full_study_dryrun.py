@@ -4,7 +4,14 @@ import yaml
 
 from workflow_harness import ROOT, planned_jobs, snakemake
 
-from workflow_scripts.config.plan import cloud_corpora, corpus_downloads, corpus_files, finetune_runs
+from workflow_scripts.config.plan import (
+    cloud_corpora,
+    corpus_downloads,
+    corpus_files,
+    corpus_shards,
+    finetune_runs,
+    model_packed,
+)
 from workflow_scripts.config.validate import load_config
 
 
@@ -24,6 +31,11 @@ def test_dry_run_shows_every_stage_and_job():
     assert jobs["build_corpus"] == len(study.corpora)
     assert jobs["train_vocab"] == len(study.vocabularies)
     assert jobs["vocab_diagnostics"] == len(study.vocabularies)
+    # one pack job per tokenizer x corpus shard x sequence length, shared by the models that use it
+    indexes = {p: m for m, e in study.models.items() if e.kind != "external" for p in model_packed(study, m)}
+    per_model = sum(len(model_packed(study, m)) for m, e in study.models.items() if e.kind != "external")
+    assert jobs["pack_index"] == len(indexes) < per_model
+    assert jobs["pack"] == sum(corpus_shards(study, p.split("/")[3]) for p in indexes) > 1000
     assert jobs["pretrain"] == kinds.count("pretrain")
     assert jobs["distill"] == kinds.count("distill")
     assert jobs["prepare_task"] == len(study.resolved_tasks)

@@ -12,8 +12,9 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Iterator
 
+from ..pack.keys import packed_subdir
 from .restricted import restricted as restricted_marks
-from .study import Study
+from .study import ModelEntry, Study
 from .typed import to_dict
 
 RESULTS = "results"
@@ -172,6 +173,51 @@ def model_source_args(study: Study, model: str) -> str:
     if m.init is not None:
         return f"--init {shlex.quote(model_dir(study, m.init))}"
     return ""
+
+
+def model_tokenizer(study: Study, model: str) -> tuple[str, str]:
+    """(key, location) of the tokenizer a model trains with: its vocabulary (``vocab~NAME``), else
+    its init's (continual pretraining) or its teacher's (distillation), down to a vocabulary or an
+    external checkpoint (``model~NAME``)."""
+    m = study.models.get(model)
+    if m is None or m.kind == "external":
+        return "model~" + re.sub(r"[^\w.-]", "_", model), model_dir(study, model)
+    if m.kind == "pretrain" and m.vocab is not None:
+        return f"vocab~{m.vocab}", vocab_dir(m.vocab)
+    parent = m.teacher if m.kind == "distill" else m.init
+    return model_tokenizer(study, parent)
+
+
+def pack_tokenizers(study: Study) -> dict[str, str]:
+    """Every tokenizer some model packs its corpora with: key -> location."""
+    return dict(model_tokenizer(study, name) for name, m in study.models.items() if m.kind in ("pretrain", "distill"))
+
+
+def pack_tokenizer_marker(study: Study, key: str) -> list[str]:
+    if key.startswith("vocab~"):
+        return [f"{vocab_dir(key[len('vocab~'):])}/tokenizer_config.json"]
+    return []
+
+
+def corpus_shards(study: Study, corpus: str) -> int:
+    entry = study.corpora[corpus]
+    return 1 if entry.type == "text" else entry.shards
+
+
+def packed_dir(tokenizer: str, corpus: str, seq_len: int, heldout_fraction: float) -> str:
+    """One corpus packed at one length: ``shard~N/`` per corpus shard, and their ``index.json``."""
+    return f"{RESULTS}/packed/{tokenizer}/{corpus}/{packed_subdir(seq_len, heldout_fraction)}"
+
+
+def model_packed(study: Study, model: str) -> list[str]:
+    """The packed-data indexes a pretraining or distillation job opens: its corpora at each phase's length."""
+    m = study.models[model]
+    if m.kind not in ("pretrain", "distill"):
+        return []
+    settings = getattr(m, m.kind)
+    tokenizer = model_tokenizer(study, model)[0]
+    lengths = dict.fromkeys(p.seq_len for p in settings.phases)
+    return [f"{packed_dir(tokenizer, c, n, settings.heldout_fraction)}/index.json" for n in lengths for c in m.corpora]
 
 
 def corpus_args(corpora: list[str]) -> str:

@@ -23,6 +23,7 @@ SIZED_RULES = (
     "parse_corpus_file",
     "build_corpus",
     "train_vocab",
+    "pack",
     "pretrain",
     "distill",
     "finetune",

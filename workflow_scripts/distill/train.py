@@ -1,7 +1,9 @@
 """Task-agnostic distillation of a teacher into a student, on the pretraining loop.
 
     python -m workflow_scripts.distill.train --settings S.yaml --teacher results/pretrain/T \
-        --corpus results/corpus/A [...] [--init MODEL_DIR] --out results/distill/S
+        --packed results/packed/T/A/seq~128/heldout~0.01/index.json [...] [--init MODEL_DIR] --out results/distill/S
+
+(``--corpus results/corpus/A`` instead packs the corpus under ``<out>/packed`` first.)
 
 All teacher loss weights 0 is the "train longer" control: the student continues plain
 MLM from the same initialisation for the same steps, without a teacher forward pass.
@@ -25,7 +27,7 @@ from ..errors import PipelineError
 from ..pretrain import dist as distributed
 from ..pretrain.loop import Job
 from ..pretrain.model import MLMObjective, build_model, check_vocab, load_pretrained
-from ..pretrain.run import digest, execute, flops_fn, load_phases
+from ..pretrain.run import data_inputs, execute, flops_fn, open_data, resume_digest, training_key
 from .objective import DistillObjective
 from .settings import DistillEntry, DistillSettings
 from .student import check_embedding_rows, freeze, from_teacher_layers, layer_map, same_vocabulary, teacher_layers
@@ -37,7 +39,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--settings", required=True, help="YAML with top-level key 'model: {name, distill}'")
     ap.add_argument("--teacher", required=True, help="teacher checkpoint directory (or hub id)")
-    ap.add_argument("--corpus", required=True, nargs="+", action="extend", help="corpus directories (shard~N.parquet)")
+    data = ap.add_mutually_exclusive_group(required=True)
+    data.add_argument("--packed", nargs="+", action="extend",
+                      help="index.json of packed corpora (the pack stage), one per corpus and sequence length")
+    data.add_argument("--corpus", nargs="+", action="extend",
+                      help="corpus directories (shard~N.parquet), packed under <out>/packed first (runs by hand)")
     ap.add_argument("--init", help="student checkpoint directory for student.init: model")
     ap.add_argument("--out", required=True, help="output student directory")
     ap.add_argument("--stop-after", type=int, default=None, help=argparse.SUPPRESS)
@@ -98,14 +104,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         else:
             log.info("no teacher terms: plain MLM of the student (the 'train longer' control)")
             objective = MLMObjective(student)
-        phases, heldout, data_dirs = load_phases(s, args.corpus, tokenizer, out, d)
+        data = open_data(args, s, tokenizer, out, d)
+        key = training_key(s, data.keys, student, {"teacher": args.teacher, "init": args.init, "student": init_info})
         job = Job(
-            settings=s, objective=objective, model=student, tokenizer=tokenizer, phases=phases, heldout=heldout,
-            state_dir=out / "training_state",
-            digest=digest(s, data_dirs, student, {"teacher": args.teacher, "init": args.init, "student": init_info}),
+            settings=s, objective=objective, model=student, tokenizer=tokenizer, phases=data.phases,
+            heldout=data.heldout, state_dir=out / "training_state",
+            digest=resume_digest(out / "training_state", key, d),
             flops_per_token=flops_fn(student, teacher if terms else None), dist=d,
         )
-        inputs = {"teacher": args.teacher, "corpus": list(args.corpus), "settings": args.settings, **({"init": args.init} if args.init else {})}
+        inputs = {"teacher": args.teacher, **data_inputs(args, data), "settings": args.settings,
+                  **({"init": args.init} if args.init else {})}
         extra = {
             "teacher": {"path": args.teacher, "model_type": teacher.config.model_type, "hidden_size": teacher.config.hidden_size,
                         "num_layers": teacher.config.num_hidden_layers},

@@ -36,7 +36,7 @@ from torch.nn.parallel import DistributedDataParallel
 from ..errors import PipelineError
 from ..progress import progress
 from . import checkpoint as ckpt
-from .data import BlockOrder, PackedBlocks, Specials
+from .data import BlockOrder, PackedCorpus, Specials
 from .dist import Dist
 from .masking import apply_mask, draw, step_generator
 from .model import MLMObjective
@@ -60,8 +60,8 @@ class Job:
     objective: nn.Module
     model: nn.Module  # the transformers model that is evaluated and exported
     tokenizer: Any
-    phases: list[PackedBlocks]
-    heldout: PackedBlocks | None
+    phases: list[PackedCorpus]
+    heldout: PackedCorpus | None
     state_dir: Path
     digest: str
     flops_per_token: Callable[[int], float]

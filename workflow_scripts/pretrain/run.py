@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import logging
 import shutil
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
@@ -15,36 +17,133 @@ import torch
 from .. import provenance
 from ..atomic import write_json
 from ..config.typed import to_dict
+from ..errors import PipelineError
+from ..pack.index import read_index
+from ..pack.keys import tokenizer_digest
+from ..pack.local import index_paths, pack_corpora
 from . import checkpoint as ckpt
-from .data import PackedBlocks, prepare_blocks
+from .data import PackedCorpus
 from .dist import Dist
 from .loop import SIGTERM_EXIT, Job, Preempted, train
 from .settings import PretrainSettings
 
 log = logging.getLogger(__name__)
 
+KEY_FILE = "key.json"
 # settings that may change between a run and its resumption
 OPERATIONAL = {"checkpoint_every", "keep_checkpoints", "log_every", "num_threads", "export_checkpoints", "compile", "peak_tflops"}
 
 
-def load_phases(settings: PretrainSettings, corpus: list[str], tokenizer, out: Path, dist: Dist) -> tuple[list[PackedBlocks], PackedBlocks, list[Path]]:
-    """Packed blocks of every phase (built once by process 0) and the held-out blocks of the last."""
-    data_dir = out / "data"
-    dirs = []
-    for phase in settings.phases:
-        if dist.main:
-            dirs.append(prepare_blocks(corpus, tokenizer, phase.seq_len, settings.heldout_fraction, data_dir))
-        dist.barrier()
-        if not dist.main:
-            dirs.append(prepare_blocks(corpus, tokenizer, phase.seq_len, settings.heldout_fraction, data_dir, build=False))
-    return [PackedBlocks(p, "train") for p in dirs], PackedBlocks(dirs[-1], "heldout"), dirs
+@dataclass
+class Data:
+    phases: list[PackedCorpus]
+    heldout: PackedCorpus
+    dirs: list[Path]  # every packed shard directory read
+    keys: dict[str, str]  # content key of each, by seq~L/corpus/shard~N
 
 
-def digest(settings: PretrainSettings, data_dirs: list[Path], model: torch.nn.Module, extra: dict[str, Any]) -> str:
+def open_data(args: argparse.Namespace, settings: PretrainSettings, tokenizer, out: Path, dist: Dist) -> Data:
+    """The packed blocks a training CLI's ``--packed`` (or ``--corpus``) arguments name."""
+    indexes = packed_indexes(args.packed, args.corpus, settings, tokenizer, out, dist)
+    return Data(*load_phases(settings, indexes, tokenizer))
+
+
+def data_inputs(args: argparse.Namespace, data: Data) -> dict[str, list[str]]:
+    """Provenance inputs: the packed shards (whose records lead to the corpus shards)."""
+    return {"packed": [str(d) for d in data.dirs], **({"corpus": list(args.corpus)} if args.corpus else {})}
+
+
+def packed_indexes(packed: list[str] | None, corpus: list[str] | None, settings: PretrainSettings, tokenizer,
+                   out: Path, dist: Dist) -> list[Path]:
+    """The packed-data indexes to open: given by the pack stage (``--packed``), or, for a run by
+    hand on corpus directories (``--corpus``), packed under ``<out>/packed`` by process 0."""
+    if packed:
+        return [Path(p) for p in packed]
+    seq_lens = [p.seq_len for p in settings.phases]
+    if dist.main:
+        pack_corpora(corpus or [], tokenizer, seq_lens, settings.heldout_fraction, out / "packed")
+    dist.barrier()
+    return index_paths(corpus or [], seq_lens, settings.heldout_fraction, out / "packed")
+
+
+def load_phases(settings: PretrainSettings, indexes: list[Path], tokenizer
+                ) -> tuple[list[PackedCorpus], PackedCorpus, list[Path], dict[str, str]]:
+    """Train blocks of every phase, held-out blocks of the last, the shard directories, and
+    the content key of every shard used (``seq~L/corpus/shard~N``)."""
+    wanted = tokenizer_digest(tokenizer)
+    opened = []
+    for path in indexes:
+        index, dirs = read_index(path)
+        if index["tokenizer"] != wanted:
+            raise PipelineError(
+                f"{path}: packed with a different tokenizer than the model's; pack with the model's tokenizer"
+            )
+        if index["heldout_fraction"] != settings.heldout_fraction:
+            raise PipelineError(
+                f"{path}: packed with heldout_fraction {index['heldout_fraction']}, "
+                f"the settings say {settings.heldout_fraction}"
+            )
+        opened.append((index, dirs))
+    phases: list[PackedCorpus] = []
+    used: dict[Path, None] = {}
+    keys: dict[str, str] = {}
+    for i, phase in enumerate(settings.phases):
+        chosen = [(ix, dirs) for ix, dirs in opened if ix["seq_len"] == phase.seq_len]
+        if not chosen:
+            have = sorted({ix["seq_len"] for ix, _ in opened})
+            raise PipelineError(
+                f"phases[{i}].seq_len {phase.seq_len}: no packed data of that length (given: {have}); pack it"
+            )
+        dirs = [d for _, ds in chosen for d in ds]
+        for ix, ds in chosen:
+            for shard, d in zip(ix["shards"], ds):
+                keys[f"seq~{phase.seq_len}/{ix['corpus']}/{d.name}"] = shard["key"]
+        train = PackedCorpus(dirs, "train")
+        if len(train) == 0:
+            raise PipelineError(
+                f"{', '.join(str(p) for p in indexes)}: no training block of {phase.seq_len} tokens; "
+                "add text or lower phases[].seq_len"
+            )
+        phases.append(train)
+        used.update(dict.fromkeys(dirs))
+    return phases, PackedCorpus(dirs, "heldout"), list(used), keys
+
+
+def training_key(settings: PretrainSettings, data: dict[str, str], model: torch.nn.Module,
+                 extra: dict[str, Any]) -> dict:
+    """Everything a checkpoint depends on, by content: recipe, packed shards' keys, model config."""
     recipe = {k: v for k, v in to_dict(settings).items() if k not in OPERATIONAL}
-    blob = json.dumps({"recipe": recipe, "data": [p.name for p in data_dirs], "config": model.config.to_dict(), **extra},
-                      sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()
+    return {"recipe": recipe, "data": data, "config": model.config.to_dict(), **extra}
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, str]:
+    if isinstance(value, dict) and value:
+        out: dict[str, str] = {}
+        for k, v in value.items():
+            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    return {prefix: json.dumps(value, sort_keys=True, default=str)}
+
+
+def resume_digest(state_dir: Path, key: dict, dist: Dist) -> str:
+    """The digest checkpoints carry. Its parts are kept in ``training_state/key.json``, so a
+    rerun from changed inputs names what changed instead of only refusing."""
+    flat = _flatten(key)
+    value = hashlib.sha256(json.dumps(flat, sort_keys=True).encode()).hexdigest()
+    path = state_dir / KEY_FILE
+    if path.is_file() and (state_dir / ckpt.LATEST).is_file():
+        old = json.loads(path.read_text())
+        changed = sorted(k for k in set(old) | set(flat) if old.get(k) != flat.get(k))
+        if changed:
+            shown = "; ".join(f"{k}: {old.get(k, 'absent')} -> {flat.get(k, 'absent')}" for k in changed[:5])
+            more = f" (and {len(changed) - 5} more)" if len(changed) > 5 else ""
+            raise PipelineError(
+                f"{state_dir}: the checkpoint was made from different inputs: {shown}{more}; "
+                f"restore them, or delete {state_dir} to start again from scratch"
+            )
+    elif dist.main:
+        write_json(path, flat)
+    return value
 
 
 def execute(job: Job, out: Path, *, step: str, inputs: dict[str, Any], params: dict[str, Any], started: str,

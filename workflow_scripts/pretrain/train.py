@@ -1,7 +1,11 @@
 """Pretraining (masked-language model or ELECTRA), from scratch with a learned vocabulary or continual from a checkpoint.
 
-    python -m workflow_scripts.pretrain.train --settings S.yaml --corpus results/corpus/A [...] \
+    python -m workflow_scripts.pretrain.train --settings S.yaml \
+        --packed results/packed/T/A/seq~128/heldout~0.01/index.json [...] \
         (--tokenizer results/vocab/V | --init MODEL_DIR_OR_HUB_ID) --out results/pretrain/M
+
+``--packed`` opens the pack stage's blocks; ``--corpus results/corpus/A`` instead packs the
+corpus under ``<out>/packed`` first (runs by hand).
 
 Launch with ``torchrun --nproc-per-node N -m workflow_scripts.pretrain.train ...`` for data
 parallelism. Re-running resumes from ``<out>/training_state/``. With ``objective: electra``
@@ -27,7 +31,7 @@ from . import dist as distributed
 from . import electra
 from .loop import Job
 from .model import MLMObjective, build_model, check_vocab, load_pretrained, load_tokenizer
-from .run import digest, execute, flops_fn, load_phases
+from .run import Data, data_inputs, execute, flops_fn, open_data, resume_digest, training_key
 from .settings import ModelEntry, PretrainSettings
 
 log = logging.getLogger("pretrain")
@@ -36,7 +40,11 @@ log = logging.getLogger("pretrain")
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--settings", required=True, help="YAML with top-level key 'model: {name, pretrain}'")
-    ap.add_argument("--corpus", required=True, nargs="+", action="extend", help="corpus directories (shard~N.parquet)")
+    data = ap.add_mutually_exclusive_group(required=True)
+    data.add_argument("--packed", nargs="+", action="extend",
+                      help="index.json of packed corpora (the pack stage), one per corpus and sequence length")
+    data.add_argument("--corpus", nargs="+", action="extend",
+                      help="corpus directories (shard~N.parquet), packed under <out>/packed first (runs by hand)")
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--tokenizer", help="tokenizer directory: train from scratch with this vocabulary")
     src.add_argument("--init", help="checkpoint directory (or hub id) to continue pretraining, keeping its vocabulary")
@@ -57,9 +65,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         out = Path(args.out)
         max_len = max(p.seq_len for p in s.phases)
-        job = (electra_job if s.objective == "electra" else mlm_job)(args, s, max_len, d)
+        job, data = (electra_job if s.objective == "electra" else mlm_job)(args, s, max_len, d)
         model = job.model
-        inputs = {"corpus": list(args.corpus), **({"init": args.init} if args.init else {"tokenizer": args.tokenizer}), "settings": args.settings}
+        source = {"init": args.init} if args.init else {"tokenizer": args.tokenizer}
+        inputs = {**data_inputs(args, data), **source, "settings": args.settings}
         execute(job, out, step="pretrain", inputs=inputs, params={"name": entry.name, "pretrain": to_dict(s)}, started=started,
                 extra={"model": {"parameters": sum(p.numel() for p in model.parameters()), "config": model.config.to_dict()}},
                 stop_after=args.stop_after)
@@ -67,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         distributed.teardown(d)
 
 
-def mlm_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: distributed.Dist) -> Job:
+def mlm_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: distributed.Dist) -> tuple[Job, Data]:
     out = Path(args.out)
     if args.init:
         model, tokenizer = load_pretrained(args.init, "--init", s.attention)
@@ -78,15 +87,16 @@ def mlm_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: dist
         tokenizer = load_tokenizer(args.tokenizer, "--tokenizer")
         model = build_model(s, tokenizer, max_len)
         check_vocab(model, tokenizer, args.tokenizer)
-    phases, heldout, data_dirs = load_phases(s, args.corpus, tokenizer, out, d)
+    data = open_data(args, s, tokenizer, out, d)
+    key = training_key(s, data.keys, model, {"init": args.init})
     return Job(
-        settings=s, objective=MLMObjective(model), model=model, tokenizer=tokenizer, phases=phases, heldout=heldout,
-        state_dir=out / "training_state", digest=digest(s, data_dirs, model, {"init": args.init}),
+        settings=s, objective=MLMObjective(model), model=model, tokenizer=tokenizer, phases=data.phases,
+        heldout=data.heldout, state_dir=out / "training_state", digest=resume_digest(out / "training_state", key, d),
         flops_per_token=flops_fn(model), dist=d,
-    )
+    ), data
 
 
-def electra_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: distributed.Dist) -> Job:
+def electra_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: distributed.Dist) -> tuple[Job, Data]:
     out = Path(args.out)
     if args.init:
         discriminator, generator, tokenizer = electra.load_electra(args.init, s, "--init")
@@ -95,14 +105,15 @@ def electra_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: 
         tokenizer = load_tokenizer(args.tokenizer, "--tokenizer")
         discriminator, generator = electra.build_electra(s, tokenizer, max_len)
         check_vocab(discriminator, tokenizer, args.tokenizer)
-    phases, heldout, data_dirs = load_phases(s, args.corpus, tokenizer, out, d)
-    extra = {"init": args.init, "generator": generator.config.to_dict()}
+    data = open_data(args, s, tokenizer, out, d)
+    key = training_key(s, data.keys, discriminator, {"init": args.init, "generator": generator.config.to_dict()})
     return Job(
         settings=s, objective=electra.ElectraObjective(discriminator, generator, s.electra), model=discriminator,
-        tokenizer=tokenizer, phases=phases, heldout=heldout, state_dir=out / "training_state",
-        digest=digest(s, data_dirs, discriminator, extra), flops_per_token=electra.flops_fn(discriminator, generator),
+        tokenizer=tokenizer, phases=data.phases, heldout=data.heldout, state_dir=out / "training_state",
+        digest=resume_digest(out / "training_state", key, d),
+        flops_per_token=electra.flops_fn(discriminator, generator),
         dist=d, evaluator=electra.evaluate, companions={electra.GENERATOR_DIR: generator},
-    )
+    ), data
 
 
 def check_positions(model, max_len: int, args: argparse.Namespace) -> None:

@@ -32,13 +32,15 @@ CATEGORIES = {
     "pretrain": "checkpoint",
     "distill": "checkpoint",
     "vocab": "vocabulary",
+    "packed": "packed data",
     "corpus": "corpus",
     "raw": "raw file",
     "tasks": "task data",
     "tables": "table",
     "configs": "settings",
 }
-ORDER = ["table", "run", "checkpoint", "vocabulary", "corpus", "task data", "raw file", "settings", "other"]
+ORDER = ["table", "run", "checkpoint", "vocabulary", "packed data", "corpus", "task data", "raw file", "settings",
+         "other"]
 ROW_KEYS = ("task", "group", "type")
 
 
