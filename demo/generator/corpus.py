@@ -60,6 +60,11 @@ def _sentence(rng: random.Random) -> str:
         f"The combination of {c} and {rng.choice(lx.CHEMICALS)} caused {d} in {n} patients.",
         f"These findings suggest that {g} is a therapeutic target in {d}.",
         f"Adverse events included {d} and {rng.choice(lx.DISEASES)} after {c} therapy.",
+        # the direction of a verb shows in what follows it
+        f"{c} {up} {g} expression, and {g} levels rose {rng.randint(2, 9)}-fold.",
+        f"{c} {down} {g} expression, and {g} levels fell by {rng.randint(20, 90)}%.",
+        f"{interv} {up} {outcome}, which rose by {rng.randint(5, 80)}%.",
+        f"{interv} {down} {outcome}, which fell by {rng.randint(5, 80)}%.",
     ]
     sentence = rng.choice(templates)
     return sentence[0].upper() + sentence[1:]
@@ -321,9 +326,17 @@ def pmc_filelist() -> bytes:
 
 MIMIC_COLUMNS = ["ROW_ID", "SUBJECT_ID", "HADM_ID", "CHARTDATE", "CHARTTIME", "STORETIME",
                  "CATEGORY", "DESCRIPTION", "CGID", "ISERROR", "TEXT"]
-MIMIC_NOTES = 200
+MIMIC_NOTES = 500
 IMPRESSIONS = ["No acute cardiopulmonary process.", "Small left pleural effusion.",
                "Interval improvement of the right lower lobe opacity."]
+
+
+def _history(rng: random.Random) -> str:
+    """Findings present, absent and to be established, each with its own kind of cue."""
+    d = rng.sample(lx.DISEASES, 6)
+    present, absent, uncertain = (rng.sample(cues, 2) for cues in (lx.CUES_PRESENT, lx.CUES_ABSENT, lx.CUES_UNCERTAIN))
+    return (f"PMH: {present[0]} {d[0]}, {present[1]} {d[1]}. {absent[0].capitalize()} {d[2]}, {absent[1]} {d[3]}. "
+            f"Admitted to {uncertain[0]} {d[4]}, {uncertain[1]} {d[5]}. Currently on {rng.choice(lx.CHEMICALS)}.")
 
 
 def _note(rng: random.Random, category: str) -> str:
@@ -338,19 +351,20 @@ def _note(rng: random.Random, category: str) -> str:
                 f"Service: MEDICINE\n\nHISTORY OF PRESENT ILLNESS:\n"
                 f"Mr. {name} is a {rng.randint(30, 89)} year old man with {d} admitted to {hosp} "
                 f"after {rng.choice(['a fall', 'chest pain', 'shortness of breath', 'fever'])}.\n"
-                f"{_paragraph(rng, 3)}\n\nDISCHARGE MEDICATIONS:\n1. {c} {rng.randint(1, 50)} mg PO daily\n"
+                f"{_history(rng)} {_history(rng)}\n{_paragraph(rng, 2)}\n\n"
+                f"DISCHARGE MEDICATIONS:\n1. {c} {rng.randint(1, 50)} mg PO daily\n"
                 f"2. {rng.choice(lx.CHEMICALS)} as needed\n\n"
                 f"Followup Instructions:\nPlease follow up with Dr. {name} on {date}.\n")
     if category == "Radiology":
         return (f"{date} 10:15 AM\n CHEST (PORTABLE AP)    Clip # [**Clip Number (Radiology) 1234**]\n"
-                f"     Reason: eval for {d}\n"
+                f"     Reason: {rng.choice(lx.CUES_UNCERTAIN)} {d}\n"
                 "______________________________________________________________________________\n"
                 f" FINAL REPORT\n IMPRESSION: {rng.choice(IMPRESSIONS)}\n")
     if category == "ECG":
         return rng.choice(["Sinus rhythm. Normal ECG.", "Atrial fibrillation with rapid ventricular response.",
                            "Sinus tachycardia. Nonspecific ST-T wave changes."]) + "\n"
     return (f"Pt is a {rng.randint(30, 89)} yo with {d}. {rng.choice(['Neuro', 'CV', 'Resp'])}: "
-            f"{_sentence(rng)}\nPlan: continue {c}, monitor closely, family ({name}) updated "
+            f"{_history(rng)}\n{_sentence(rng)}\nPlan: continue {c}, monitor closely, family ({name}) updated "
             f"at bedside.\n")
 
 

@@ -62,5 +62,25 @@ GENERIC_NOUNS = [
     "expression", "levels", "risk", "outcome", "treatment", "therapy", "dose", "response",
 ]
 
-VERBS_INCREASE = ["increased", "elevated", "upregulated", "enhanced", "raised"]
-VERBS_DECREASE = ["reduced", "decreased", "suppressed", "lowered", "attenuated"]
+VERBS_INCREASE = ["increased", "elevated", "upregulated", "enhanced", "raised", "augmented", "stimulated", "boosted"]
+VERBS_DECREASE = ["reduced", "decreased", "suppressed", "lowered", "attenuated", "diminished", "inhibited", "lessened"]
+
+# How a clinical note says that a finding is present, absent or yet to be established: the
+# notes list them together ("PMH: h/o X, known Y"; "Denies X. No evidence of Y"; "Eval for X,
+# r/o Y"), PubMed text never uses them, and the clinical inference task turns on them.
+CUES_PRESENT = ["h/o", "hx of", "known", "PMH significant for", "s/p treatment for", "chronic"]
+CUES_ABSENT = ["denies", "no h/o", "negative for", "no evidence of", "never had", "ruled out"]
+CUES_UNCERTAIN = ["r/o", "eval for", "concern for", "possible", "question of", "cannot exclude"]
+
+
+def held_out(words: list[str]) -> list[str]:
+    """Every third word of a class: the tasks' dev and test splits draw their entities and
+    trigger words from these, their training splits never do, so a fine-tuned model meets them
+    first at test time and knows them only from the pretraining text."""
+    return words[2::3]
+
+
+def seen(words: list[str]) -> list[str]:
+    """The rest of the class: what the tasks' training splits draw from."""
+    held = set(held_out(words))
+    return [w for w in words if w not in held]

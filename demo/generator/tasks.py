@@ -1,9 +1,11 @@
 """Write the demo benchmark tasks: one task of every type, each in its real distribution format.
 
-Composed from ``lexicon.py`` and our own templates with fixed seeds. Labels follow patterns
-a tiny model can learn from a few hundred examples (trigger verbs, negations, shared
-entities), so the demo tables show learning rather than chance. Also writes the tasks'
-registry entries (with the sha256 of every file) for demo/config.yaml.
+Composed from ``lexicon.py`` and our own templates with fixed seeds. Training splits draw their
+entities and trigger words from ``lexicon.seen``, dev and test splits from ``lexicon.held_out``:
+what a test item needs is in the pretraining text, not in the task's training split, and the
+templates put words of different classes into the same contexts, so the context alone does not
+give the label away. Also writes the tasks' registry entries (with the sha256 of every file) for
+demo/config.yaml.
 
 Usage: python demo/generator/tasks.py --out demo/raw_source/tasks [--spec demo/generator/demo_tasks.yaml]
 """
@@ -44,27 +46,34 @@ def _rng(task: str) -> random.Random:
     return random.Random(f"{SEED}-{task}")
 
 
+def _words(words: list[str], split: str) -> list[str]:
+    return lx.seen(words) if split == "train" else lx.held_out(words)
+
+
 # --------------------------------------------------------------------------- NER (CoNLL TSV)
 
-def _ner_sentence(rng: random.Random) -> list[tuple[str, bool]]:
-    """Segments (text, is_disease) of one sentence; chemicals and genes are distractors."""
-    d, d2 = rng.sample(lx.DISEASES, 2)
-    c, g, s = rng.choice(lx.CHEMICALS), rng.choice(lx.GENES), rng.choice(lx.SPECIES)
-    pop, organ = rng.choice(lx.POPULATIONS), rng.choice(lx.ORGANS)
-    n = rng.randint(12, 900)
+def _ner_sentence(rng: random.Random, split: str) -> list[tuple[str, bool]]:
+    """Segments (text, is_disease) of one sentence. Chemicals and genes fill the same slots as
+    diseases, so only knowing the word tells a disease from a distractor; the one telling
+    context differs between training and test and comes from the pretraining text."""
+
+    def slot() -> tuple[str, bool]:
+        kind = rng.choices(("disease", "chemical", "gene"), (2, 1, 1))[0]
+        words = {"disease": lx.DISEASES, "chemical": lx.CHEMICALS, "gene": lx.GENES}[kind]
+        return rng.choice(_words(words, split)), kind == "disease"
+
+    x, y = slot(), slot()
+    n, pop = rng.randint(12, 900), rng.choice(lx.POPULATIONS)
     templates = [
-        [("Patients with ", False), (d, True), (f" received {c} for {rng.randint(2, 24)} weeks .", False)],
-        [(f"{g} mutations were found in {n} cases of ", False), (d, True), (" .", False)],
-        [(f"Chronic exposure to {c} induced ", False), (d, True), (f" in {s} .", False)],
-        [("The risk of ", False), (d, True), (f" was higher among {pop} .", False)],
-        [(f"{c.capitalize()} reduced {g} expression in the {organ} .", False)],
-        [(f"Adverse events included ", False), (d, True), (" and ", False), (d2, True),
-         (f" after {c} therapy .", False)],
-        [("We studied ", False), (d, True), (f" in {n} {pop} .", False)],
-        [(f"Serum {c} levels did not differ between groups .", False)],
-        [(f"{g} and {rng.choice(lx.GENES)} regulate survival of {rng.choice(lx.CELLS)} .", False)],
-        [("A history of ", False), (d, True), (" predicted poor response to ", False),
-         (f"{c} .", False)],
+        [x, (f" was reported in {n} of the {pop} .", False)],
+        [("The role of ", False), x, (f" was examined in {pop} .", False)],
+        [("We found no link between ", False), x, (" and ", False), y, (" .", False)],
+        [x, (" and ", False), y, (" were recorded at baseline .", False)],
+        [("Patients with ", False), (rng.choice(_words(lx.DISEASES, split)), True), (" received ", False), y,
+         (" .", False)]
+        if split == "train"
+        else [("The risk of ", False), (rng.choice(_words(lx.DISEASES, split)), True),
+              (f" was higher among {pop} .", False)],
     ]
     return rng.choice(templates)
 
@@ -75,7 +84,7 @@ def demo_ner() -> dict[str, bytes]:
     for split, fname in (("train", "train.tsv"), ("dev", "devel.tsv"), ("test", "test.tsv")):
         lines = []
         for _ in range(SIZES[split]):
-            for text, entity in _ner_sentence(rng):
+            for text, entity in _ner_sentence(rng, split):
                 for i, tok in enumerate(_tokens(text)):
                     tag = ("B-Disease" if i == 0 else "I-Disease") if entity else "O"
                     lines.append(f"{tok}\t{tag}")
@@ -86,29 +95,23 @@ def demo_ner() -> dict[str, bytes]:
 
 # --------------------------------------------------------------------------- PICO (EBM-NLP 2.0 layout)
 
-def _pico_abstract(rng: random.Random) -> list[tuple[str, str]]:
-    pop, interv, outcome = rng.choice(lx.POPULATIONS), rng.choice(lx.INTERVENTIONS), rng.choice(lx.OUTCOMES)
-    outcome2 = rng.choice([o for o in lx.OUTCOMES if o != outcome])
+def _pico_abstract(rng: random.Random, split: str) -> list[tuple[str, str]]:
+    """Three sentences: one in a trial's telling phrasing (another in training than in test,
+    both from the pretraining text), two that put a population, an intervention or an outcome
+    into the same neutral slot."""
+    pop, interv, outcome = (rng.choice(_words(w, split)) for w in (lx.POPULATIONS, lx.INTERVENTIONS, lx.OUTCOMES))
     n, weeks = rng.randint(40, 2400), rng.choice([6, 12, 24, 52])
-    first = rng.choice([
-        [(f"We randomly assigned {n} ", "O"), (pop, "PAR"), (" to ", "O"), (interv, "INT"),
-         (" or usual care .", "O")],
-        [("In this trial , ", "O"), (pop, "PAR"), (" received ", "O"), (interv, "INT"),
-         (f" for {weeks} weeks .", "O")],
-        [(f"A total of {n} ", "O"), (pop, "PAR"), (" were enrolled and treated with ", "O"),
-         (interv, "INT"), (" .", "O")],
-    ])
-    second = rng.choice([
-        [("The primary outcome was ", "O"), (outcome, "OUT"), (f" at {weeks} weeks .", "O")],
-        [("We measured ", "O"), (outcome, "OUT"), (" and ", "O"), (outcome2, "OUT"), (" .", "O")],
-        [(interv.capitalize(), "INT"), (" improved ", "O"), (outcome, "OUT"), (" compared with control .", "O")],
-    ])
-    third = rng.choice([
-        [("The study was approved by the ethics committee .", "O")],
-        [(f"Follow-up lasted {weeks} weeks .", "O")],
-        [("Adverse events were rare .", "O")],
-    ])
-    return first + second + third
+    first = (
+        [(f"We randomly assigned {n} ", "O"), (pop, "PAR"), (" to ", "O"), (interv, "INT"), (" or usual care .", "O")]
+        if split == "train"
+        else [("The primary outcome was ", "O"), (outcome, "OUT"), (f" at {weeks} weeks .", "O")]
+    )
+    neutral = [(pop, "PAR"), (interv, "INT"), (outcome, "OUT")]
+    rng.shuffle(neutral)
+    return first + [
+        (f"Data on ", "O"), neutral[0], (f" were collected at {weeks} weeks .", "O"),
+        neutral[1], (" was reported in the trial registry .", "O"),
+    ]
 
 
 def _tar_gz(members: dict[str, bytes]) -> bytes:
@@ -140,7 +143,8 @@ def demo_pico() -> dict[str, bytes]:
         for _ in range(count):
             pmid += 1
             words, labels = [], []
-            for text, label in _pico_abstract(rng):
+            # dev is a hashed subset of these training abstracts (holdout:N), so it shares their words
+            for text, label in _pico_abstract(rng, "train" if subset == "train" else "test"):
                 toks = _tokens(text)
                 words += toks
                 labels += [label] * len(toks)
@@ -155,20 +159,16 @@ def demo_pico() -> dict[str, bytes]:
 
 # --------------------------------------------------------------------------- relation (BLUE TSV)
 
+# CPR:3 and CPR:4 turn on the direction of the verb, and the negative class uses the same verbs
+# on another object; dev and test use verbs the training split never shows.
 RE_TEMPLATES = {
-    "CPR:3": ["@CHEMICAL$ {up} the expression of @GENE$ in {cell} .",
-              "Treatment with @CHEMICAL$ {up} @GENE$ activity ."],
-    "CPR:4": ["@CHEMICAL$ {down} the expression of @GENE$ in {cell} .",
-              "@GENE$ activity was {down} by @CHEMICAL$ ."],
-    "CPR:5": ["@CHEMICAL$ is a potent agonist of @GENE$ .",
-              "@CHEMICAL$ activated @GENE$ receptors as a full agonist ."],
-    "CPR:6": ["@CHEMICAL$ acts as an antagonist of @GENE$ .",
-              "@CHEMICAL$ blocked @GENE$ signalling as a competitive antagonist ."],
-    "CPR:9": ["@CHEMICAL$ is metabolised by @GENE$ in the {organ} .",
-              "@GENE$ converts @CHEMICAL$ into an inactive metabolite ."],
-    "false": ["@CHEMICAL$ was given to patients whose @GENE$ status was unknown .",
-              "Levels of @GENE$ were measured before @CHEMICAL$ was started .",
-              "@CHEMICAL$ and @GENE$ were both reported in the {organ} of {species} ."],
+    "CPR:3": ["@CHEMICAL$ {up} the expression of @GENE$ in {cell} .", "@GENE$ activity was {up} by @CHEMICAL$ ."],
+    "CPR:4": ["@CHEMICAL$ {down} the expression of @GENE$ in {cell} .", "@GENE$ activity was {down} by @CHEMICAL$ ."],
+    "CPR:5": ["@CHEMICAL$ is a potent agonist of @GENE$ ."],
+    "CPR:6": ["@CHEMICAL$ acts as an antagonist of @GENE$ ."],
+    "CPR:9": ["@CHEMICAL$ is metabolised by @GENE$ in the {organ} ."],
+    "false": ["@CHEMICAL$ {verb} {outcome} in patients whose @GENE$ status was unknown .",
+              "@GENE$ was measured after @CHEMICAL$ {verb} {outcome} ."],
 }
 RE_LABELS = ["CPR:3", "CPR:4", "CPR:5", "CPR:6", "CPR:9", "false"]
 
@@ -177,15 +177,16 @@ def demo_re() -> dict[str, bytes]:
     rng = _rng("re")
     files = {}
     pmid = 39200000
-    weights = [1, 1, 1, 1, 1, 2]  # the negative class is the most frequent, as in ChemProt
+    weights = [2, 2, 1, 1, 1, 3]  # the negative class is the most frequent, as in ChemProt
     for split in ("train", "dev", "test"):
+        up, down = _words(lx.VERBS_INCREASE, split), _words(lx.VERBS_DECREASE, split)
         lines = ["index\tsentence\tlabel"]
         for _ in range(SIZES[split]):
             pmid += 1
             label = rng.choices(RE_LABELS, weights)[0]
             text = rng.choice(RE_TEMPLATES[label]).format(
-                up=rng.choice(lx.VERBS_INCREASE), down=rng.choice(lx.VERBS_DECREASE),
-                cell=rng.choice(lx.CELLS), organ=rng.choice(lx.ORGANS), species=rng.choice(lx.SPECIES),
+                up=rng.choice(up), down=rng.choice(down), verb=rng.choice(up + down),
+                cell=rng.choice(lx.CELLS), organ=rng.choice(lx.ORGANS), outcome=rng.choice(lx.OUTCOMES),
             )
             lines.append(f"{pmid}.T1.T2\t{text}\t{label}")
         files[f"{split}.tsv"] = ("\n".join(lines) + "\n").encode()
@@ -221,7 +222,7 @@ def demo_sts() -> dict[str, bytes]:
     for split in ("train", "dev", "test"):
         lines = [header]
         for _ in range(SIZES[split]):
-            d, c, g = rng.choice(lx.DISEASES), rng.choice(lx.CHEMICALS), rng.choice(lx.GENES)
+            d, c, g = (rng.choice(_words(w, split)) for w in (lx.DISEASES, lx.CHEMICALS, lx.GENES))
             shared = rng.randint(0, 3)
             if shared == 0:
                 s2 = _sts_basic_science(rng)
@@ -273,8 +274,9 @@ def demo_hoc() -> dict[str, bytes]:
             sentences = [(rng.choice(HOC_NEUTRAL), None)] + [(HOC_TRIGGERS[h], h) for h in hallmarks]
             rng.shuffle(sentences)
             for s_no, (template, hallmark) in enumerate(sentences):
-                text = template.format(g=rng.choice(lx.GENES), c=rng.choice(lx.CHEMICALS),
-                                       d=rng.choice(lx.DISEASES), n=rng.randint(10, 500),
+                text = template.format(g=rng.choice(_words(lx.GENES, split)),
+                                       c=rng.choice(_words(lx.CHEMICALS, split)),
+                                       d=rng.choice(_words(lx.DISEASES, split)), n=rng.randint(10, 500),
                                        o=rng.choice(lx.ORGANS), s=rng.choice(lx.SPECIES))
                 flags = ",".join(f"{k}_{int(HALLMARKS[k] == hallmark)}" for k in range(len(HALLMARKS)))
                 lines.append(f"{flags}\t{text}\t{doc}_s{s_no}")
@@ -285,26 +287,27 @@ def demo_hoc() -> dict[str, bytes]:
 # --------------------------------------------------------------------------- QA (PubMedQA JSON)
 
 def demo_pubmedqa() -> dict[str, bytes]:
+    """Does the intervention reduce the outcome? The finding's verb answers: a verb of decrease
+    says yes, one of increase says no, a non-significant change maybe."""
     rng = _rng("pubmedqa")
     files = {}
     pmid = 39400000
     for split in ("train", "dev", "test"):
+        up, down = _words(lx.VERBS_INCREASE, split), _words(lx.VERBS_DECREASE, split)
         data = {}
         for _ in range(SIZES[split]):
             pmid += 1
             interv, outcome, pop = rng.choice(lx.INTERVENTIONS), rng.choice(lx.OUTCOMES), rng.choice(lx.POPULATIONS)
-            label = rng.choices(["yes", "no", "maybe"], [5, 3, 2])[0]
-            finding = {
-                "yes": f"{interv.capitalize()} significantly improved {outcome} compared with control (P < 0.01).",
-                "no": f"{interv.capitalize()} had no effect on {outcome}; the groups did not differ.",
-                "maybe": f"{interv.capitalize()} showed a trend towards better {outcome}, but the evidence was inconclusive.",
-            }[label]
+            label = rng.choices(["yes", "no", "maybe"], [4, 4, 2])[0]
+            verb = rng.choice({"yes": down, "no": up, "maybe": up + down}[label])
+            p = "0.4" if label == "maybe" else rng.choice(["0.001", "0.01", "0.02"])
+            finding = f"{interv.capitalize()} {verb} {outcome} compared with control (P = {p})."
             contexts = [
                 f"We enrolled {rng.randint(40, 900)} {pop} in a randomised trial.",
                 finding,
             ]
             data[str(pmid)] = {
-                "QUESTION": f"Does {interv} improve {outcome} in {pop}?",
+                "QUESTION": f"Does {interv} reduce {outcome} in {pop}?",
                 "CONTEXTS": contexts,
                 "LABELS": ["METHODS", "RESULTS"],
                 "MESHES": ["Humans", "Randomized Controlled Trials as Topic"],
@@ -320,7 +323,12 @@ def demo_pubmedqa() -> dict[str, bytes]:
 
 # --------------------------------------------------------------------------- NLI (MedNLI JSONL)
 
+NLI_CUES = {"entailment": lx.CUES_PRESENT, "contradiction": lx.CUES_ABSENT, "neutral": lx.CUES_UNCERTAIN}
+
+
 def demo_nli() -> dict[str, bytes]:
+    """A note's premise with a clinical cue (present, absent, to be established); whether the
+    patient has the disease follows from the cue, and dev and test use cues only the notes show."""
     rng = _rng("nli")
     files = {}
     pair = 0
@@ -331,17 +339,12 @@ def demo_nli() -> dict[str, bytes]:
             pair += 1
             d, c = rng.choice(lx.DISEASES), rng.choice(lx.CHEMICALS)
             other = rng.choice([x for x in lx.DISEASES if x != d])
-            premise = rng.choice([
-                f"Patient has a history of {d} treated with {c}.",
-                f"He was admitted with an exacerbation of {d} and started on {c}.",
-                f"Known {d}, currently on {c} at home.",
-            ])
-            label = rng.choice(["entailment", "contradiction", "neutral"])
-            hypothesis = {
-                "entailment": rng.choice([f"The patient has {d}.", f"Patient is taking {c}."]),
-                "contradiction": rng.choice([f"The patient has never had {d}.", f"Patient denies any {d}."]),
-                "neutral": rng.choice([f"The patient also has {other}.", f"Patient's {d} started in childhood."]),
-            }[label]
+            label = rng.choice(list(NLI_CUES))
+            cue = rng.choice(_words(NLI_CUES[label], split))
+            premise = rng.choice([f"{cue.capitalize()} {d}, currently on {c}.", f"Admitted with fever; {cue} {d}."])
+            hypothesis = rng.choice([f"The patient has {d}.", f"Patient has a diagnosis of {d}."])
+            if rng.random() < 0.2:  # a disease the premise does not mention
+                label, hypothesis = "neutral", f"The patient has {other}."
             lines.append(json.dumps({
                 "sentence1": premise, "sentence2": hypothesis, "gold_label": label,
                 "pairID": f"demo-{pair}",
@@ -361,7 +364,8 @@ def _entry(name, display, type_, domain, fmt, files, splits, metric, labels, **e
         "benchmarks": benchmarks,
         "source": {"files": {f: {"url": f"{URL_ROOT}/{name}/{f}", "sha256": hashlib.sha256(data).hexdigest()}
                              for f, data in sorted(files.items())}},
-        "splits": splits, "metric": metric, "labels": labels, **extra,
+        "splits": splits, "metric": metric, "labels": labels,
+        **{key: dict(value) if isinstance(value, dict) else value for key, value in extra.items()},
     }
 
 
@@ -371,8 +375,9 @@ def generate() -> tuple[dict[str, bytes], dict]:
         "demo-ner": demo_ner(), "demo-pico": demo_pico(), "demo-re": demo_re(), "demo-sts": demo_sts(),
         "demo-hoc": demo_hoc(), "demo-pubmedqa": demo_pubmedqa(), "demo-nli": demo_nli(),
     }
-    # Sized for a 2-layer, hidden-64 model on CPU: a few epochs at a high learning rate.
-    small = {"batch_size": 16, "lr": 1.0e-3, "epochs": 5, "eval_every": 0, "patience": 0}
+    # Sized for a 2-layer, hidden-64 model on CPU: a few epochs at the learning rate it was
+    # pretrained with, without dropout (dropout 0.1 and lr 1e-3 favour random weights).
+    small = {"batch_size": 16, "lr": 3.0e-3, "dropout": 0.0, "epochs": 5, "eval_every": 0, "patience": 0}
     counts = {s: SIZES[s] for s in SIZES}
     specs = {
         "demo-ner": _entry(
@@ -399,7 +404,7 @@ def generate() -> tuple[dict[str, bytes], dict]:
             "demo-hoc", "Demo HoC", "doc_classification", "pubmed", "hoc", tasks["demo-hoc"],
             {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
             {"lewis": "example_f1", "blurb": "label_micro_f1"},
-            HALLMARKS, max_length=128, expected_counts=counts, hyper={**small, "epochs": 10, "lr": 2.0e-3}),
+            HALLMARKS, max_length=128, expected_counts=counts, hyper={**small, "epochs": 10}),
         "demo-pubmedqa": _entry(
             "demo-pubmedqa", "Demo PubMedQA", "qa", "pubmed", "pubmedqa", tasks["demo-pubmedqa"],
             {"train": "pqal_train_set.json", "dev": "pqal_dev_set.json", "test": "pqal_test_set.json"},
