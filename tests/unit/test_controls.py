@@ -7,6 +7,7 @@ import json
 import pytest
 from test_finetune_run import TASKS, make_bert, write_settings, write_task
 
+from workflow_scripts.config import plan
 from workflow_scripts.config.study import load_study
 from workflow_scripts.controls import baseline, random_init
 from workflow_scripts.errors import PipelineError
@@ -66,3 +67,9 @@ def test_control_kinds_are_checked():
         load_study(_config(ctl={"kind": "control"}))
     with pytest.raises(PipelineError, match=r"models\.none: a baseline model trains on nothing"):
         load_study(_config(none={"kind": "baseline", "corpora": ["x"]}))
+
+
+def test_controls_pack_nothing():
+    study = load_study(_config(ctl={"kind": "control", "init": "base"}, none={"kind": "baseline"}))
+    assert plan.model_packed(study, "ctl") == [] and plan.model_packed(study, "none") == []
+    assert plan.pack_tokenizers(study) == {}
