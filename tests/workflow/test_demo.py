@@ -231,10 +231,10 @@ def _compared(demo_run: Path, group: str) -> dict[tuple[str, str], dict]:
     return {(r["model_a"], r["model_b"]): r for r in rows if r["task"] == f"mean:{group}"}
 
 
-# The demo's generated tasks are learnable from their 300 training examples alone, and at the demo's
-# fine-tuning recipe (lr 1e-3, dropout 0.1) the random-weight control matches or beats the pretrained
-# models on NER, HoC, PubMedQA and STS: strict, so the test fails as soon as the effect appears.
-@pytest.mark.xfail(strict=True, reason="pretraining does not yet transfer in the demo data (demo/README.md)")
+# Measured (demo/README.md): the pretrained models beat the random-weight control on NER, PICO and
+# relation extraction, but not on HoC and similarity, and the train-longer student, which stays on
+# the MLM plateau, is below the control: strict, so the test fails as soon as the effect appears.
+@pytest.mark.xfail(strict=True, reason="pretraining does not transfer on every demo task yet (demo/README.md)")
 def test_every_pretrained_model_beats_the_no_pretraining_control_beyond_noise(demo_run):
     cfg = _study(demo_run)
     (control,) = _kinds(cfg, "control")
