@@ -244,16 +244,25 @@ def test_every_pretrained_model_beats_the_no_pretraining_control_beyond_noise(de
         assert row["beyond_noise"] and row["mean_paired_difference"] > 0, row
 
 
-# Measured (5 seeds): the teacher beats its student on the All mean, but the train-longer control
-# beats the distilled student downstream, although the student's held-out MLM loss is lower.
-@pytest.mark.xfail(strict=True, reason="the demo's distilled student does not beat train-longer downstream yet")
-def test_teacher_beats_student_beats_train_longer_control_downstream(demo_run):
-    compared = _compared(demo_run, "All")
-    for pair in (("demo-roberta", "demo-student"), ("demo-student", "demo-student-control")):
-        row = compared[pair]
-        assert row["value_a"] > row["value_b"] and row["mean_paired_difference"] > 0, row
+def _better_on_all(demo_run: Path, a: str, b: str) -> None:
+    row = _compared(demo_run, "All")[(a, b)]
+    assert row["value_a"] > row["value_b"] and row["mean_paired_difference"] > 0, row
 
 
+def test_distilled_student_beats_its_train_longer_control_downstream(demo_run):
+    _better_on_all(demo_run, "demo-student", "demo-student-control")
+
+
+# Measured (demo/README.md): the teacher and its student tie on the All mean; the teacher
+# collapses to the label-set baseline on the HoC-style task.
+@pytest.mark.xfail(strict=True, reason="the demo's teacher does not beat its student downstream yet (demo/README.md)")
+def test_teacher_beats_its_distilled_student_downstream(demo_run):
+    _better_on_all(demo_run, "demo-roberta", "demo-student")
+
+
+# Measured (demo/README.md): every model is within a few points of the majority class on the
+# clinical task, so the continued model's median falls on either side of its parent's.
+@pytest.mark.xfail(strict=True, reason="the demo's clinical cues do not transfer yet (demo/README.md)")
 def test_clinical_continuation_is_at_least_as_good_as_its_parent_on_the_clinical_task(demo_run):
     groups = pd.read_csv(demo_run / "results/tables/groups.csv")
     clinical = groups[groups["group"] == "Clinical"].set_index("model")["value"]
