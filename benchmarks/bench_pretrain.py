@@ -61,7 +61,7 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 from transformers import DataCollatorForLanguageModeling, PreTrainedTokenizerFast, get_linear_schedule_with_warmup
 from transformers.utils import logging as hf_logging
 
-from workflow_scripts.config.typed import parse
+from workflow_scripts.typed import parse
 from workflow_scripts.pack.index import read_index
 from workflow_scripts.pretrain import train as pretrain_cli
 from workflow_scripts.pretrain.data import PackedBlocks

@@ -12,7 +12,7 @@ from typing import Literal, Optional
 import pytest
 import yaml
 
-from workflow_scripts.config import parse
+from workflow_scripts.typed import parse
 from workflow_scripts.config import schema as schema_mod
 from workflow_scripts.config.plan import corpus_files, fetch_table, finetune_runs
 from workflow_scripts.config.validate import load_config

@@ -12,7 +12,7 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-from workflow_scripts.config.typed import parse
+from workflow_scripts.typed import parse
 from workflow_scripts.distill import losses
 from workflow_scripts.distill import heldout_table
 from workflow_scripts.distill import train as distill_cli

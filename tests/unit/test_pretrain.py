@@ -19,7 +19,7 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-from workflow_scripts.config.typed import parse
+from workflow_scripts.typed import parse
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.pack.encode import Encoder
 from workflow_scripts.pretrain import data as pdata

@@ -17,7 +17,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from workflow_scripts.config.typed import parse
+from workflow_scripts.typed import parse
 from workflow_scripts.tasks.prepare import prepare
 from workflow_scripts.tasks.readers import get_reader
 from workflow_scripts.tasks.registry import deep_merge, load_registry

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from workflow_scripts.config.typed import parse
+from workflow_scripts.typed import parse
 from workflow_scripts.download.fetch import Options, fetch
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.tasks import subsets

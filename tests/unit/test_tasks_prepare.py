@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from workflow_scripts.config.typed import parse
+from workflow_scripts.typed import parse
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.tasks.prepare import main, prepare
 from workflow_scripts.tasks.registry import resolve

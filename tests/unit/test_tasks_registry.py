@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from workflow_scripts.config.typed import parse
+from workflow_scripts.typed import parse
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.finetune.settings import FinetuneSettings
 from workflow_scripts.tasks.metrics import metric_for, metric_names

@@ -15,7 +15,7 @@ from typing import Any, Iterator
 from ..pack.keys import packed_subdir
 from .restricted import restricted as restricted_marks
 from .study import ModelEntry, Study
-from .typed import to_dict
+from ..typed import to_dict
 
 RESULTS = "results"
 

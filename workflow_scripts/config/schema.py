@@ -17,7 +17,7 @@ import yaml
 
 from ..tasks.spec import TaskSpec
 from .study import Study
-from .typed import to_dict
+from ..typed import to_dict
 
 _SCALARS = {bool: "boolean", int: "integer", float: "number", str: "string"}
 

@@ -22,7 +22,7 @@ from ..tasks.spec import TaskSpec
 from ..vocab.settings import VocabSettings
 from .resources import MODEL_RULES, JobResources, check_rules
 from .secrets import refuse_url_credentials
-from .typed import help_field as _help, parse, to_dict
+from ..typed import help_field as _help, parse, to_dict
 
 
 @dataclass

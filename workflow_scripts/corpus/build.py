@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from .. import provenance
 from ..atomic import atomic_dir, write_json
 from ..cli import run
-from ..config.typed import to_dict
+from ..typed import to_dict
 from ..diskspace import no_space_is_an_error, reserve
 from ..errors import PipelineError
 from ..progress import track

@@ -20,7 +20,7 @@ from typing import Iterator, Sequence
 
 from .. import provenance
 from ..cli import run
-from ..config.typed import to_dict
+from ..typed import to_dict
 from ..errors import PipelineError
 from ..progress import progress
 from . import medline, mimic, pmc

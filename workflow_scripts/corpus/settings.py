@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Literal
 
 
-from ..config.typed import parse, read_yaml
+from ..typed import parse, read_yaml
 from ..errors import PipelineError
 
 

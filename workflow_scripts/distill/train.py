@@ -22,7 +22,7 @@ from transformers.utils import logging as hf_logging
 
 from .. import provenance
 from ..cli import run
-from ..config.typed import load_settings, to_dict
+from ..typed import load_settings, to_dict
 from ..errors import PipelineError
 from ..pretrain import dist as distributed
 from ..pretrain.loop import Job

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Literal, Optional
 
 
-from ..config.typed import parse, read_yaml, to_dict
+from ..typed import parse, read_yaml, to_dict
 from ..errors import PipelineError
 from ..tasks.spec import TaskSpec
 

@@ -16,7 +16,7 @@ import torch
 
 from .. import provenance
 from ..atomic import write_json
-from ..config.typed import to_dict
+from ..typed import to_dict
 from ..errors import PipelineError
 from ..pack.index import read_index
 from ..pack.keys import tokenizer_digest

@@ -25,7 +25,7 @@ import numpy as np  # noqa: E402
 from .. import provenance  # noqa: E402
 from ..atomic import atomic_file  # noqa: E402
 from ..cli import run  # noqa: E402
-from ..config.typed import to_dict  # noqa: E402
+from ..typed import to_dict  # noqa: E402
 from ..errors import PipelineError  # noqa: E402
 from ..tasks.metrics import LABELS  # noqa: E402
 from .aggregate import primary_view  # noqa: E402

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Optional, Union
 
-from ..config.typed import load_settings
+from ..typed import load_settings
 from ..errors import PipelineError
 from ..tasks.metrics import check_task_metric, metric_for, metric_names
 from ..tasks.spec import BENCHMARKS

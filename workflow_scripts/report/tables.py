@@ -22,7 +22,7 @@ from typing import Optional, Sequence
 from .. import provenance
 from ..cli import run
 from ..atomic import write_text
-from ..config.typed import to_dict
+from ..typed import to_dict
 from . import render
 from ..tasks.metrics import LABELS
 from .aggregate import (Cell, SummaryRow, blurb_scores, build_cells, compare, lewis_groups, missing_runs,

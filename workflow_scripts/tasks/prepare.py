@@ -29,7 +29,7 @@ from typing import Any, Optional, Sequence
 from .. import provenance
 from ..atomic import atomic_dir, write_json, write_jsonl
 from ..cli import run
-from ..config.typed import load_settings, to_dict
+from ..typed import load_settings, to_dict
 from ..errors import PipelineError
 from .readers import get_reader
 from .readers.common import read_text

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Literal, Optional
 
 from ..errors import PipelineError
-from ..config.typed import help_field as _help
+from ..typed import help_field as _help
 
 Algorithm = Literal["bpe", "wordpiece", "sentencepiece_unigram", "sentencepiece_bpe"]
 Family = Literal["bert", "roberta"]

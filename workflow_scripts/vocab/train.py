@@ -20,7 +20,7 @@ from typing import Iterator, Sequence
 from .. import provenance
 from ..atomic import atomic_dir
 from ..cli import run
-from ..config.typed import load_settings, to_dict
+from ..typed import load_settings, to_dict
 from ..errors import PipelineError
 from ..progress import progress
 from .sample import Sample, count_distinct_words, iter_texts, plan_sample

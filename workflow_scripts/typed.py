@@ -17,7 +17,7 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 import yaml
 
-from ..errors import PipelineError
+from .errors import PipelineError
 
 T = TypeVar("T")
 
