@@ -98,7 +98,7 @@ def make_model(directory: Path, rows: list[dict], size: str) -> Path:
 
 
 def run_ours(model: str, task_dir: Path, work: Path, args) -> dict:
-    from workflow_scripts.finetune.run import finetune
+    from workflow_scripts.finetune.finetune import finetune
     from workflow_scripts.finetune.settings import resolve
 
     steps = math.ceil(args.examples / 32) * args.epochs

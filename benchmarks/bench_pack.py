@@ -35,7 +35,7 @@ import json, sys, tempfile, time
 from pathlib import Path
 import pyarrow.parquet as pq
 from transformers import AutoTokenizer
-from workflow_scripts.pack.shard import pack_shard
+from workflow_scripts.pack.pack import pack_shard
 vocab, corpus, seq_len, repeats = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 shards = sorted(corpus.glob("shard~*.parquet"))
 texts = [t for s in shards for t in pq.read_table(s, columns=["text"])["text"].to_pylist()]

@@ -33,7 +33,7 @@ rule parse_corpus_file:
             f"--filelist {input.filelist}" if "filelist" in input.keys() else ""
         ),
     shell:
-        "python -m workflow_scripts.corpus.parse --settings {input.settings}"
+        "python -m workflow_scripts.corpus.parse_corpus_file --settings {input.settings}"
         " --in {input.raw} {params.filelist} --out {output.parsed} 2> {log}"
 
 
@@ -61,7 +61,7 @@ rule build_corpus:
             f"--decontaminate {os.path.dirname(p)}" for p in input.tasks
         ),
     shell:
-        "python -m workflow_scripts.corpus.build --settings {input.settings}"
+        "python -m workflow_scripts.corpus.build_corpus --settings {input.settings}"
         " --in {input.parsed} {params.decontaminate}"
         " --out results/corpus/{wildcards.corpus} 2> {log}"
 
@@ -81,5 +81,5 @@ rule build_text_corpus:
     conda:
         CONDA_ENV
     shell:
-        "python -m workflow_scripts.vocab.text_corpus --in {input.raw}"
+        "python -m workflow_scripts.corpus.build_text_corpus --in {input.raw}"
         " --name {wildcards.corpus} --out results/corpus/{wildcards.corpus} 2> {log}"

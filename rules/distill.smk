@@ -25,7 +25,7 @@ rule distill:
         ),
         init=lambda wildcards: plan.model_source_args(STUDY, wildcards.model),
     shell:
-        "{params.launch} -m workflow_scripts.distill.train --settings {input.settings}"
+        "{params.launch} -m workflow_scripts.distill.distill --settings {input.settings}"
         " --teacher {params.teacher} {params.packed} {params.init}"
         " --out results/distill/{wildcards.model} 2> {log}"
 
@@ -65,5 +65,5 @@ rule heldout_table:
     params:
         models=[model_dir(m) for m in HELDOUT_MODELS],
     shell:
-        "python -m workflow_scripts.distill.heldout_table --model {params.models}"
+        "python -m workflow_scripts.report.heldout_table --model {params.models}"
         " --out results/tables 2> {log}"

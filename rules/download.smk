@@ -16,7 +16,7 @@ rule download_corpus_file:
 
 
 # PMC in the cloud layout: one job per batch selects its articles by their metadata and
-# fetches them (workflow_scripts/download/pmc_cloud.py); the inventory is a corpus file.
+# fetches them (workflow_scripts/download/download_pmc_batch.py); the inventory is a corpus file.
 ruleorder: download_pmc_batch > download_corpus_file
 
 
@@ -44,7 +44,7 @@ rule download_pmc_batch:
             STUDY, wildcards.corpus, int(wildcards.batch)
         ),
     shell:
-        "python -m workflow_scripts.download.pmc_cloud --settings {input.settings}"
+        "python -m workflow_scripts.download.download_pmc_batch --settings {input.settings}"
         " --inventory {input.inventory} {params.args} --out {output.batch} 2> {log}"
 
 

@@ -39,5 +39,5 @@ rule pretrain:
         packed=packed_args,
         source=lambda wildcards: plan.model_source_args(STUDY, wildcards.model),
     shell:
-        "{params.launch} -m workflow_scripts.pretrain.train --settings {input.settings}"
+        "{params.launch} -m workflow_scripts.pretrain.pretrain --settings {input.settings}"
         " {params.packed} {params.source} --out results/pretrain/{wildcards.model} 2> {log}"

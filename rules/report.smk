@@ -72,5 +72,5 @@ rule corpus_table:
     params:
         corpora=plan.corpus_args(CORPORA),
     shell:
-        "python -m workflow_scripts.report.corpora {params.corpora}"
+        "python -m workflow_scripts.report.corpus_table {params.corpora}"
         " --published {input.published} --out results/tables 2> {log}"

@@ -25,5 +25,5 @@ rule prepare_task:
     conda:
         CONDA_ENV
     shell:
-        "python -m workflow_scripts.tasks.prepare --settings {input.settings}"
+        "python -m workflow_scripts.tasks.prepare_task --settings {input.settings}"
         " --raw results/raw/tasks/{wildcards.task} --out results/tasks/{wildcards.task} 2> {log}"

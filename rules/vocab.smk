@@ -36,7 +36,7 @@ rule train_vocab:
             STUDY.vocabularies[wildcards.vocab].corpora
         ),
     shell:
-        "python -m workflow_scripts.vocab.train --settings {input.settings}"
+        "python -m workflow_scripts.vocab.train_vocab --settings {input.settings}"
         " {params.corpora} --out results/vocab/{wildcards.vocab} 2> {log}"
 
 
@@ -57,5 +57,5 @@ rule vocab_diagnostics:
         ),
         compare=compare_args,
     shell:
-        "python -m workflow_scripts.vocab.diagnostics --vocab results/vocab/{wildcards.vocab}"
+        "python -m workflow_scripts.vocab.vocab_diagnostics --vocab results/vocab/{wildcards.vocab}"
         " --name {wildcards.vocab} {params.tasks} {params.compare} --out {output} 2> {log}"

@@ -61,7 +61,7 @@ def test_tables_and_plots_mark_every_cell_and_label_from_mimic(study, tmp_path, 
         path = tmp_path / r["metrics"]
         path.parent.mkdir(parents=True, exist_ok=True)
         score = 0.5 + 0.01 * r["seed"]
-        path.write_text(json.dumps({  # as workflow_scripts.finetune.run writes it
+        path.write_text(json.dumps({  # as workflow_scripts.finetune.finetune writes it
             "model": r["model"], "task": r["task"], "fold": r["fold"], "seed": r["seed"],
             "metric": fs["task"]["metric"], "dev": {"score": score},
             "test": {"score": score, **{name: score for name in metric_names(fs["task"]["metric"])}},
@@ -113,7 +113,7 @@ def test_tables_and_plots_mark_every_cell_and_label_from_mimic(study, tmp_path, 
 
 def test_heldout_table_marks_models_whose_provenance_chain_reaches_mimic(tmp_path):
     from workflow_scripts import provenance
-    from workflow_scripts.distill import heldout_table
+    from workflow_scripts.report import heldout_table
 
     corpus = {}
     for name, kind in (("pm", "pubmed"), ("m3", "mimic")):

@@ -10,9 +10,9 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from workflow_scripts.corpus.build import main as build_main
+from workflow_scripts.corpus.build_corpus import main as build_main
 from workflow_scripts.corpus.dedup import MinHasher
-from workflow_scripts.corpus.parse import main as parse_main
+from workflow_scripts.corpus.parse_corpus_file import main as parse_main
 from workflow_scripts.corpus.records import row, write_parsed
 from workflow_scripts.corpus.updates import resolve_updates
 from workflow_scripts.errors import PipelineError

@@ -15,8 +15,8 @@ import datasets
 import pytest
 import yaml
 
-from workflow_scripts.corpus.build import main as build_main
-from workflow_scripts.corpus.parse import main as parse_main
+from workflow_scripts.corpus.build_corpus import main as build_main
+from workflow_scripts.corpus.parse_corpus_file import main as parse_main
 from workflow_scripts.download.checksums import expected_for
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ import yaml
 
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.finetune import features as feats
-from workflow_scripts.finetune.run import main
+from workflow_scripts.finetune.finetune import main
 from workflow_scripts.tasks.metrics import metric_names
 
 torch.set_num_threads(1)
@@ -398,7 +398,7 @@ def test_cli_process_reports_a_bad_setting_in_one_line(tmp_path, bert):
     task_dir = write_task(tmp_path, "nli", sizes=(4, 4, 4))
     settings = write_settings(tmp_path / "s.yaml", "nli", {"warmup_ratio": 1.5})
     proc = subprocess.run(
-        [sys.executable, "-m", "workflow_scripts.finetune.run", "--settings", str(settings), "--model", str(bert),
+        [sys.executable, "-m", "workflow_scripts.finetune.finetune", "--settings", str(settings), "--model", str(bert),
          "--task-dir", str(task_dir), "--seed", "1", "--out", str(tmp_path / "out")],
         capture_output=True, text=True, timeout=120,
     )

@@ -18,11 +18,11 @@ from workflow_scripts.config import plan
 from workflow_scripts.config.validate import load_config
 
 from workflow_scripts.errors import PipelineError
-from workflow_scripts.pack import shard as pack_cli
+from workflow_scripts.pack import pack as pack_cli
 from workflow_scripts.pack.encode import Encoder, word_flags
 from workflow_scripts.pack.index import build_index, read_index
 from workflow_scripts.pack.local import index_paths, pack_corpora
-from workflow_scripts.pack.shard import pack_shard
+from workflow_scripts.pack.pack import pack_shard
 from workflow_scripts.pretrain import data as pdata
 
 import pretrain_fixtures as fx

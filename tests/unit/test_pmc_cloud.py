@@ -14,10 +14,10 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from workflow_scripts.corpus.build import main as build_main
-from workflow_scripts.corpus.parse import main as parse_main
+from workflow_scripts.corpus.build_corpus import main as build_main
+from workflow_scripts.corpus.parse_corpus_file import main as parse_main
 from workflow_scripts.download.fetch import Options
-from workflow_scripts.download.pmc_cloud import (
+from workflow_scripts.download.download_pmc_batch import (
     batch_of, decide, fetch_batch, latest_versions, main, read_inventory,
 )
 from workflow_scripts.errors import PipelineError

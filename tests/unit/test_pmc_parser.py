@@ -11,8 +11,8 @@ from pathlib import Path
 import pubmed_parser
 import pytest
 
-from workflow_scripts.corpus.build import main as build_main
-from workflow_scripts.corpus.parse import main as parse_main
+from workflow_scripts.corpus.build_corpus import main as build_main
+from workflow_scripts.corpus.parse_corpus_file import main as parse_main
 from workflow_scripts.corpus.pmc import Article, BadMember, classify_licence, drop_markers, iter_pmc, parse_article
 from workflow_scripts.corpus.pmc_filelist import ListedArticle, read_filelist
 from workflow_scripts.corpus.settings import PmcOptions

@@ -23,7 +23,7 @@ from workflow_scripts.typed import parse
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.pack.encode import Encoder
 from workflow_scripts.pretrain import data as pdata
-from workflow_scripts.pretrain import train as pretrain_cli
+from workflow_scripts.pretrain import pretrain as pretrain_cli
 from workflow_scripts.pretrain.masking import apply_mask, draw, step_generator
 from workflow_scripts.pretrain.settings import PretrainSettings
 
@@ -197,7 +197,7 @@ def test_stopped_run_resumes_to_the_same_weights(base, tmp_path):
 def test_sigterm_checkpoints_and_the_rerun_resumes(base, tmp_path):
     settings = fx.write_settings(tmp_path / "s.yaml", "sig", max_steps=3000, checkpoint_every=100000, log_every=1)
     out = tmp_path / "sig"
-    cmd = [sys.executable, "-m", "workflow_scripts.pretrain.train", "--settings", str(settings),
+    cmd = [sys.executable, "-m", "workflow_scripts.pretrain.pretrain", "--settings", str(settings),
            "--corpus", str(base["corpus"]), "--tokenizer", str(base["wordpiece"]), "--out", str(out)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     log = out / "training_state" / "train_log.jsonl"
@@ -332,7 +332,7 @@ def test_two_processes_equal_one_process_with_double_batch(base, tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", str(_free_port()),
-         "-m", "workflow_scripts.pretrain.train", "--settings", str(settings2), "--corpus", str(base["corpus"]),
+         "-m", "workflow_scripts.pretrain.pretrain", "--settings", str(settings2), "--corpus", str(base["corpus"]),
          "--tokenizer", str(base["wordpiece"]), "--out", str(two)],
         capture_output=True, text=True, timeout=300, env=env,
     )

@@ -14,7 +14,7 @@ import yaml
 
 from workflow_scripts.typed import parse
 from workflow_scripts.errors import PipelineError
-from workflow_scripts.tasks.prepare import main, prepare
+from workflow_scripts.tasks.prepare_task import main, prepare
 from workflow_scripts.tasks.registry import resolve
 from workflow_scripts.tasks.spec import TaskSpec
 
@@ -102,7 +102,7 @@ def test_cli_reports_errors_in_one_line(tmp_path):
     entry = dict(DEMO_SPECS["demo-nli"], restricted=True,
                  source={"files": {"mli_train_v1.jsonl": {}}, "access": "apply at physionet.org"})
     proc = subprocess.run(
-        [sys.executable, "-m", "workflow_scripts.tasks.prepare", "--settings", str(write_settings(tmp_path, entry)),
+        [sys.executable, "-m", "workflow_scripts.tasks.prepare_task", "--settings", str(write_settings(tmp_path, entry)),
          "--raw", str(tmp_path / "raw"), "--out", str(tmp_path / "out")],
         capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 2

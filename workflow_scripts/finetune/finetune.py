@@ -31,7 +31,7 @@ from . import cache, data, heads, tagging
 from .decode import decode
 from .features import MARKERS, Encoding, encode, needs_markers
 from .settings import FinetuneSettings, GridSettings, RunSettings, as_dict, load
-from .train import Fit, Schedule, fit, predict, seed_everything, selection_value
+from .loop import Fit, Schedule, fit, predict, seed_everything, selection_value
 
 log = logging.getLogger("finetune")
 

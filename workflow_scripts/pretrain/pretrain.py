@@ -31,7 +31,7 @@ from . import dist as distributed
 from . import electra
 from .loop import Job
 from .model import MLMObjective, build_model, check_vocab, load_pretrained, load_tokenizer
-from .run import Data, data_inputs, execute, flops_fn, open_data, resume_digest, training_key
+from .engine import Data, data_inputs, execute, flops_fn, open_data, resume_digest, training_key
 from .settings import ModelEntry, PretrainSettings
 
 log = logging.getLogger("pretrain")

@@ -25,7 +25,7 @@ from .. import provenance
 from ..atomic import write_text
 from ..cli import run
 from ..errors import PipelineError
-from ..report.render import LEGEND, RESTRICTED, marked
+from .render import LEGEND, RESTRICTED, marked
 
 log = logging.getLogger(__name__)
 TABLE = "heldout_mlm"

@@ -27,7 +27,7 @@ from ..errors import PipelineError
 from ..pretrain import dist as distributed
 from ..pretrain.loop import Job
 from ..pretrain.model import MLMObjective, build_model, check_vocab, load_pretrained
-from ..pretrain.run import data_inputs, execute, flops_fn, open_data, resume_digest, training_key
+from ..pretrain.engine import data_inputs, execute, flops_fn, open_data, resume_digest, training_key
 from .objective import DistillObjective
 from .settings import DistillEntry, DistillSettings
 from .student import check_embedding_rows, freeze, from_teacher_layers, layer_map, same_vocabulary, teacher_layers
