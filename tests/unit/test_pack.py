@@ -23,6 +23,7 @@ from workflow_scripts.pack.encode import Encoder, word_flags
 from workflow_scripts.pack.index import build_index, read_index
 from workflow_scripts.pack.local import index_paths, pack_corpora
 from workflow_scripts.pack.pack import pack_shard
+from workflow_scripts.pack import format as packfmt
 from workflow_scripts.pretrain import data as pdata
 
 import pretrain_fixtures as fx
@@ -41,16 +42,16 @@ def reference_pack(docs, tok, seq_len, fraction):
         ids, wids = enc["input_ids"][0], enc.word_ids(0)
         if not ids:
             continue
-        flags = [pdata.WORD_START if i == 0 or w != wids[i - 1] else pdata.CONTINUATION for i, w in enumerate(wids)]
-        toks, flgs = streams["heldout" if pdata.is_heldout(doc_id, fraction) else "train"]
+        flags = [packfmt.WORD_START if i == 0 or w != wids[i - 1] else packfmt.CONTINUATION for i, w in enumerate(wids)]
+        toks, flgs = streams["heldout" if packfmt.is_heldout(doc_id, fraction) else "train"]
         toks += ids + [tok.sep_token_id]
-        flgs += flags + [pdata.SPECIAL]
+        flgs += flags + [packfmt.SPECIAL]
     out = {}
     c = seq_len - 2
     for split, (toks, flgs) in streams.items():
         n = len(toks) // c
         blocks = [[tok.cls_token_id] + toks[i * c:(i + 1) * c] + [tok.sep_token_id] for i in range(n)]
-        fblocks = [[pdata.SPECIAL] + flgs[i * c:(i + 1) * c] + [pdata.SPECIAL] for i in range(n)]
+        fblocks = [[packfmt.SPECIAL] + flgs[i * c:(i + 1) * c] + [packfmt.SPECIAL] for i in range(n)]
         out[split] = (np.array(blocks).reshape(n, seq_len), np.array(fblocks).reshape(n, seq_len))
     return out
 
@@ -80,7 +81,7 @@ def test_word_starts_by_word_ids_agree_with_spelling(base, family, continuation_
     assert np.array_equal(enc.flags, by_spelling)
     assert enc.flags.sum() == 6 and len(enc.ids) > 6  # six words, more pieces
     tokens = tok.convert_ids_to_tokens(enc.ids.tolist())
-    starts = [t for t, f in zip(tokens, enc.flags) if f == pdata.WORD_START]
+    starts = [t for t, f in zip(tokens, enc.flags) if f == packfmt.WORD_START]
     if continuation_mark:
         assert not any(t.startswith(continuation_mark) for t in starts)
     elif family == "bpe":
@@ -100,7 +101,7 @@ def test_blocks_wrap_separate_documents_and_shards_are_read_in_place(base, tmp_p
     toks, flags = train.take(np.arange(len(train)))
     assert (toks[:, 0] == tok.cls_token_id).all() and (toks[:, -1] == tok.sep_token_id).all()
     assert (toks[:, 1:-1] == tok.sep_token_id).sum() >= 250 * 0.85  # one separator per training document
-    assert (((toks == tok.sep_token_id) | (toks == tok.cls_token_id)) == (flags == pdata.SPECIAL)).all()
+    assert (((toks == tok.sep_token_id) | (toks == tok.cls_token_id)) == (flags == packfmt.SPECIAL)).all()
     # the index is the shards one after the other, in any order of reading
     parts = [pdata.PackedBlocks(d, "train") for d in dirs]
     whole = np.concatenate([p.take(np.arange(len(p)))[0] for p in parts])

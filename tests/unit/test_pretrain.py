@@ -22,6 +22,7 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer
 from workflow_scripts.typed import parse
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.pack.encode import Encoder
+from workflow_scripts.pack import format as packfmt
 from workflow_scripts.pretrain import data as pdata
 from workflow_scripts.pretrain import pretrain as pretrain_cli
 from workflow_scripts.pretrain.masking import apply_mask, draw, step_generator
@@ -93,9 +94,9 @@ def test_two_phase_schedule_splits_steps():
 
 def test_heldout_split_is_by_document_and_stable():
     ids = [f"doc{i}" for i in range(4000)]
-    held = [i for i in ids if pdata.is_heldout(i, 0.1)]
+    held = [i for i in ids if packfmt.is_heldout(i, 0.1)]
     assert 300 < len(held) < 500
-    assert held == [i for i in ids if pdata.is_heldout(i, 0.1)]
+    assert held == [i for i in ids if packfmt.is_heldout(i, 0.1)]
 
 
 def test_epochs_wrap_with_a_fresh_order():
@@ -113,7 +114,7 @@ def test_masking_80_10_10_statistics():
     B, L, V, mask_id = 64, 512, 1000, 3
     ids = torch.randint(10, V, (B, L))
     flags = torch.ones(B, L, dtype=torch.uint8)
-    flags[:, 0] = flags[:, -1] = pdata.SPECIAL
+    flags[:, 0] = flags[:, -1] = packfmt.SPECIAL
     draws = draw(step_generator(0, 0, 0), B, L, V)
     masked, selected = apply_mask(ids, flags, draws, mask_prob=0.15, mask_id=mask_id)
     n = selected.sum().item()

@@ -26,9 +26,10 @@ from ..atomic import atomic_dir
 from ..cli import run
 from ..errors import PipelineError
 from ..progress import progress
-from ..pretrain.data import SPECIAL, Specials, is_heldout
+from ..tokenizer import Specials
 from .blocks import BlockWriter
 from .encode import Encoder
+from .format import SPECIAL, is_heldout
 from .keys import PACK_VERSION, pack_key, tokenizer_digest
 
 log = logging.getLogger("pack")
@@ -104,7 +105,7 @@ def load_any_tokenizer(ref: str):
     """A vocabulary or checkpoint directory, or (where the hub is reachable) a hub id."""
     from transformers import AutoTokenizer
 
-    from ..pretrain.model import load_tokenizer, looks_local
+    from ..tokenizer import load_tokenizer, looks_local
 
     if looks_local(ref):
         return load_tokenizer(ref, "--tokenizer")

@@ -20,9 +20,9 @@ from torch import nn
 from transformers import ElectraConfig, ElectraForMaskedLM, ElectraForPreTraining
 
 from ..errors import PipelineError
-from .data import Specials
+from ..tokenizer import Specials, load_tokenizer
 from .loop import EVAL_SEED, NO_HELDOUT, Job, autocast, has_heldout, heldout_batches
-from .model import check_vocab, load_tokenizer, masked_hidden, train_flops_per_token
+from .model import check_vocab, masked_hidden, train_flops_per_token
 from .settings import ElectraSettings, PretrainSettings
 
 GENERATOR_DIR = "generator"

@@ -35,8 +35,9 @@ from torch.nn.parallel import DistributedDataParallel
 
 from ..errors import PipelineError
 from ..progress import progress
+from ..tokenizer import Specials
 from . import checkpoint as ckpt
-from .data import BlockOrder, PackedCorpus, Specials
+from .data import BlockOrder, PackedCorpus
 from .dist import Dist
 from .masking import apply_mask, draw, step_generator
 from .model import MLMObjective

@@ -27,10 +27,11 @@ from .. import provenance
 from ..cli import run
 from ..typed import load_settings, to_dict
 from ..errors import PipelineError
+from ..tokenizer import load_tokenizer
 from . import dist as distributed
 from . import electra
 from .loop import Job
-from .model import MLMObjective, build_model, check_vocab, load_pretrained, load_tokenizer
+from .model import MLMObjective, build_model, check_vocab, load_pretrained
 from .engine import Data, data_inputs, execute, flops_fn, open_data, resume_digest, training_key
 from .settings import ModelEntry, PretrainSettings
 
