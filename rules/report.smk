@@ -3,6 +3,7 @@ localrules:
     tables,
     plots,
     corpus_table,
+    heldout_table,
 
 
 rule report_settings:
@@ -74,3 +75,38 @@ rule corpus_table:
     shell:
         "python -m workflow_scripts.report.corpus_table {params.corpora}"
         " --published {input.published} --out results/tables 2> {log}"
+
+
+# Held-out MLM loss of every distilled student beside its teacher and its "train longer"
+# control (Lewis et al. §7), all evaluated on the same held-out blocks with the same masks.
+HELDOUT_MODELS = list(
+    dict.fromkeys(
+        m
+        for s in DISTILLED
+        for m in (STUDY.models[s].teacher, s)
+        if STUDY.models[m].kind != "external"
+    )
+)
+HELDOUT_TABLES = ["results/tables/heldout_mlm.csv", "results/tables/heldout_mlm.md"]
+
+
+rule heldout_table:
+    input:
+        models=[f"{model_dir(m)}/provenance.json" for m in HELDOUT_MODELS],
+    output:
+        csv="results/tables/heldout_mlm.csv",
+        md=report(
+            "results/tables/heldout_mlm.md",
+            caption=f"{CAPTIONS}/heldout_mlm.rst",
+            category="Tables",
+        ),
+        provenance="results/tables/heldout_mlm.provenance.json",
+    log:
+        "results/logs/heldout_table.log",
+    conda:
+        CONDA_ENV
+    params:
+        models=[model_dir(m) for m in HELDOUT_MODELS],
+    shell:
+        "python -m workflow_scripts.report.heldout_table --model {params.models}"
+        " --out results/tables 2> {log}"
