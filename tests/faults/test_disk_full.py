@@ -89,8 +89,9 @@ def test_any_step_on_a_full_disk_names_its_output_in_one_line(small_disk, tmp_pa
     (small_disk / "parsed").mkdir()
     _fill(small_disk, 0)
     out = small_disk / "parsed" / "pubmed26n0001.parquet"
-    done = subprocess.run([sys.executable, "-m", "workflow_scripts.corpus.parse_corpus_file", "--settings", str(settings),
-                           "--in", str(raw), "--out", str(out)], capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-m", "workflow_scripts.corpus.parse_corpus_file",
+                           "--settings", str(settings), "--in", str(raw), "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 2, done.stderr[-2000:]
     errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
     assert "Traceback" not in done.stderr

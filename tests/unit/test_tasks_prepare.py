@@ -102,7 +102,8 @@ def test_cli_reports_errors_in_one_line(tmp_path):
     entry = dict(DEMO_SPECS["demo-nli"], restricted=True,
                  source={"files": {"mli_train_v1.jsonl": {}}, "access": "apply at physionet.org"})
     proc = subprocess.run(
-        [sys.executable, "-m", "workflow_scripts.tasks.prepare_task", "--settings", str(write_settings(tmp_path, entry)),
+        [sys.executable, "-m", "workflow_scripts.tasks.prepare_task",
+         "--settings", str(write_settings(tmp_path, entry)),
          "--raw", str(tmp_path / "raw"), "--out", str(tmp_path / "out")],
         capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 2

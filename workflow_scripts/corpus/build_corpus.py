@@ -1,7 +1,7 @@
 """Build one corpus from parsed files: apply updates, filter, deduplicate, decontaminate, shard.
 
-Usage: python -m workflow_scripts.corpus.build --settings S.yaml --in P1.parquet [P2.parquet ...]
-           --out results/corpus/NAME [--decontaminate results/tasks/T ...]
+    python -m workflow_scripts.corpus.build_corpus --settings S.yaml --in P1.parquet [P2.parquet ...] \\
+        --out results/corpus/NAME [--decontaminate results/tasks/T ...]
 
 The ``--in`` files are taken in application order (PubMed: baseline files ascending,
 then update files ascending). The id columns decide which row of each document survives

@@ -1,6 +1,6 @@
 """Turn a plain-text file into a corpus directory, for reference vocabularies learned from it.
 
-    python -m workflow_scripts.vocab.text_corpus --in general.txt --name general --out results/corpus/general
+    python -m workflow_scripts.corpus.build_text_corpus --in general.txt --name general --out results/corpus/general
 
 Documents are the file's paragraphs (separated by blank lines). The output has the shape
 every corpus has: ``shard~0.parquet`` (id, source, text, words, language, metadata),

@@ -1,7 +1,7 @@
 """Parse one raw file (MEDLINE XML, PMC tarball/nxml, MIMIC NOTEEVENTS) into a Parquet file.
 
-Usage: python -m workflow_scripts.corpus.parse --settings S.yaml --in RAWFILE --out PARSED.parquet
-           [--filelist PMC_FILE_LIST.csv]
+    python -m workflow_scripts.corpus.parse_corpus_file --settings S.yaml --in RAWFILE --out PARSED.parquet \\
+        [--filelist PMC_FILE_LIST.csv]
 
 For PMC, ``--filelist`` (the CSV published with the bulk packages, or the one the cloud
 batch download writes) supplies each article's licence and retraction mark in place of the

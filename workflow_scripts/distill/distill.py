@@ -1,6 +1,6 @@
 """Task-agnostic distillation of a teacher into a student, on the pretraining loop.
 
-    python -m workflow_scripts.distill.train --settings S.yaml --teacher results/pretrain/T \
+    python -m workflow_scripts.distill.distill --settings S.yaml --teacher results/pretrain/T \\
         --packed results/packed/T/A/seq~128/heldout~0.01/index.json [...] [--init MODEL_DIR] --out results/distill/S
 
 (``--corpus results/corpus/A`` instead packs the corpus under ``<out>/packed`` first.)
@@ -32,7 +32,7 @@ from .objective import DistillObjective
 from .settings import DistillEntry, DistillSettings
 from .student import check_embedding_rows, freeze, from_teacher_layers, layer_map, same_vocabulary, teacher_layers
 
-log = logging.getLogger("distill")
+log = logging.getLogger(__name__)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

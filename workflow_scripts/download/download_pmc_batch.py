@@ -1,7 +1,7 @@
 """PMC Article Datasets in the per-article cloud layout: select articles by metadata, fetch one batch.
 
-Usage: python -m workflow_scripts.download.pmc_cloud --settings S.yaml --inventory INVENTORY
-           --url BASE --batch K --batches B --out results/raw/CORPUS/batch~K [--retries N]
+    python -m workflow_scripts.download.download_pmc_batch --settings S.yaml --inventory INVENTORY \\
+        --url BASE --batch K --batches B --out results/raw/CORPUS/batch~K [--retries N]
 
 The files it reads, as the service publishes them (bucket ``s3://pmc-oa-opendata``, over
 HTTPS at ``https://pmc-oa-opendata.s3.amazonaws.com``, which replaced the FTP bulk packages):

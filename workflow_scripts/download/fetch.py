@@ -1,8 +1,8 @@
 """Download one file, verified, resumable and retried.
 
-Usage: python -m workflow_scripts.download.fetch --url URL --out PATH
-           [--md5-url URL | --md5 HEX | --sha256-url URL | --sha256 HEX] [--retries N] [--restricted]
-           [--directory] [--access TEXT --local-dir-key KEY] [--sha256-key KEY]
+    python -m workflow_scripts.download.fetch --url URL --out PATH \\
+        [--md5-url URL | --md5 HEX | --sha256-url URL | --sha256 HEX] [--retries N] [--restricted] \\
+        [--directory] [--access TEXT --local-dir-key KEY] [--sha256-key KEY]
 
 Data goes to ``PATH.part``; after a dropped connection the next attempt asks for the rest
 with an HTTP Range request. The finished file is checked against the expected digest

@@ -1,7 +1,7 @@
 """The files of a PubMed release, as listed by the server's directory index.
 
-Usage: python -m workflow_scripts.download.pubmed_index --url https://ftp.ncbi.nlm.nih.gov/pubmed/baseline/
-           --out results/raw/pubmed/{release}/baseline.txt [--year 26] [--retries N]
+    python -m workflow_scripts.download.pubmed_index --url https://ftp.ncbi.nlm.nih.gov/pubmed/baseline/ \\
+        --out results/raw/pubmed/{release}/baseline.txt [--year 26] [--retries N]
 
 Writes one file name per line (ascending), the application order of the parse jobs.
 ``release_files`` names the files of a release without the network, for dry runs.

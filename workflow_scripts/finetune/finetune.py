@@ -1,7 +1,7 @@
 """Fine-tune one model on one task (fold) with one seed; score test once, with the best dev state.
 
-    python -m workflow_scripts.finetune.run --settings S.yaml --model PATH_OR_ID \
-        --task-dir results/tasks/T --fold F --seed N --out results/finetune/M/T/fold~F/seed~N \
+    python -m workflow_scripts.finetune.finetune --settings S.yaml --model PATH_OR_ID \\
+        --task-dir results/tasks/T --fold F --seed N --out results/finetune/M/T/fold~F/seed~N \\
         [--cache-dir results/cache/finetune] [--steps-from SELECTION_FOLD/metrics.json]
 
 S.yaml holds ``model`` ({name, restricted}), ``task`` (a resolved TaskSpec) and ``finetune``
@@ -33,7 +33,7 @@ from .features import MARKERS, Encoding, encode, needs_markers
 from .settings import FinetuneSettings, GridSettings, RunSettings, as_dict, load
 from .loop import Fit, Schedule, fit, predict, seed_everything, selection_value
 
-log = logging.getLogger("finetune")
+log = logging.getLogger(__name__)
 
 
 # Files one of which holds a tokenizer's vocabulary; without them AutoTokenizer may build an empty one.
@@ -239,7 +239,9 @@ def finetune(settings: RunSettings, model_path: str, task_dir: Path, fold: int, 
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.finetune.run", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m workflow_scripts.finetune.finetune", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--settings", required=True, type=Path, help="YAML with model, task and finetune keys")
     parser.add_argument("--model", required=True, help="transformers checkpoint directory or hub id")
     parser.add_argument("--task-dir", required=True, type=Path, help="results/tasks/{task}")

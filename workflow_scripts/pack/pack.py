@@ -1,6 +1,6 @@
 """Tokenise and pack one corpus shard into memory-mapped blocks, word-start flags and a held-out split.
 
-    python -m workflow_scripts.pack.shard --shard results/corpus/C/shard~N.parquet --tokenizer DIR_OR_HUB_ID \
+    python -m workflow_scripts.pack.pack --shard results/corpus/C/shard~N.parquet --tokenizer DIR_OR_HUB_ID \\
         --seq-len 128 --heldout-fraction 0.01 --threads 8 --out results/packed/T/C/seq~128/heldout~0.01/shard~N
 
 Documents are packed RoBERTa "full-sentences" style: the token stream of the shard's
@@ -32,7 +32,7 @@ from .encode import Encoder
 from .format import SPECIAL, is_heldout
 from .keys import PACK_VERSION, pack_key, tokenizer_digest
 
-log = logging.getLogger("pack")
+log = logging.getLogger(__name__)
 
 BATCH_DOCS = 1024
 SPLITS = ("train", "heldout")

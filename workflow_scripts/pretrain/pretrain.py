@@ -1,13 +1,13 @@
 """Pretraining (masked-language model or ELECTRA), from scratch with a learned vocabulary or continual from a checkpoint.
 
-    python -m workflow_scripts.pretrain.train --settings S.yaml \
-        --packed results/packed/T/A/seq~128/heldout~0.01/index.json [...] \
+    python -m workflow_scripts.pretrain.pretrain --settings S.yaml \\
+        --packed results/packed/T/A/seq~128/heldout~0.01/index.json [...] \\
         (--tokenizer results/vocab/V | --init MODEL_DIR_OR_HUB_ID) --out results/pretrain/M
 
 ``--packed`` opens the pack stage's blocks; ``--corpus results/corpus/A`` instead packs the
 corpus under ``<out>/packed`` first (runs by hand).
 
-Launch with ``torchrun --nproc-per-node N -m workflow_scripts.pretrain.train ...`` for data
+Launch with ``torchrun --nproc-per-node N -m workflow_scripts.pretrain.pretrain ...`` for data
 parallelism. Re-running resumes from ``<out>/training_state/``. With ``objective: electra``
 the output is the discriminator, with the generator in ``<out>/generator/``; ``--init``
 then names such an output directory.
@@ -35,7 +35,7 @@ from .model import MLMObjective, build_model, check_vocab, load_pretrained
 from .engine import Data, data_inputs, execute, flops_fn, open_data, resume_digest, training_key
 from .settings import ModelEntry, PretrainSettings
 
-log = logging.getLogger("pretrain")
+log = logging.getLogger(__name__)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:

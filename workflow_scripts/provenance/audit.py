@@ -1,6 +1,6 @@
 """Trace a table cell back to the raw files and verify every recorded checksum.
 
-Usage: python -m workflow_scripts.provenance <table.csv | tables dir> <model> <task> [--root DIR] [--json]
+    python -m workflow_scripts.provenance <table.csv | tables dir> <model> <task> [--root DIR] [--json]
 
 The tables' provenance.json lists the runs behind each cell; from each run's metrics file the
 audit follows the ``provenance`` pointer of every input, recursively, through fine-tuning,

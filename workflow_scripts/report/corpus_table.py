@@ -1,7 +1,7 @@
 """The corpus table: our cleaned corpora beside the sizes the papers report.
 
-Usage: python -m workflow_scripts.report.corpora --corpus results/corpus/NAME [...]
-           --published resources/reference/corpora_published.csv --out results/tables
+    python -m workflow_scripts.report.corpus_table --corpus results/corpus/NAME [...] \\
+        --published resources/reference/corpora_published.csv --out results/tables
 
 Reads each corpus's ``stats.json`` (and its ``provenance.json`` for the restricted mark) and
 writes to --out: corpora.{csv,md,tex} (one row per corpus of ours, each followed by the

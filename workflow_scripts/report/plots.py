@@ -1,7 +1,7 @@
 """Figures: per-task scores with the spread over seeds, pretraining loss, schedule, speed
 and memory curves, vocabulary fragmentation.
 
-Usage: python -m workflow_scripts.report.plots --settings results/configs/report.yaml --out results/tables
+    python -m workflow_scripts.report.plots --settings results/configs/report.yaml --out results/tables
 
 Always writes scores.png, pretrain_loss.png, pretrain_speed.png and vocab_fragmentation.png, then
 plots.provenance.json. A figure whose inputs are absent (no runs yet, no pretraining logs or

@@ -1,7 +1,7 @@
 """Convert one task's raw files to normalised JSONL splits with a data card.
 
-Usage: python -m workflow_scripts.tasks.prepare --settings S.yaml --raw results/raw/tasks/T
-       --out results/tasks/T
+    python -m workflow_scripts.tasks.prepare_task --settings S.yaml --raw results/raw/tasks/T \\
+        --out results/tasks/T
 
 A split path in the task spec is a file or folder under the raw directory. It may
 - point inside an archive: ``datasets.tar.gz/datasets/NER/BC2GM/train.tsv`` (.zip, .tar,

@@ -1,6 +1,6 @@
 """Learn a vocabulary from corpus shards and save it as a transformers tokenizer directory.
 
-    python -m workflow_scripts.vocab.train --settings S.yaml --corpus results/corpus/A [...] --out results/vocab/V
+    python -m workflow_scripts.vocab.train_vocab --settings S.yaml --corpus results/corpus/A [...] --out results/vocab/V
 
 S.yaml: ``vocab: {name: V, train: VocabSettings}``. The output directory holds
 tokenizer.json, tokenizer_config.json (and sentencepiece.model for SentencePiece

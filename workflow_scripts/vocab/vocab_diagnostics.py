@@ -1,6 +1,6 @@
 """Diagnostics of a learned vocabulary beside the tokenizers it is compared with.
 
-    python -m workflow_scripts.vocab.diagnostics --vocab results/vocab/V --name V \\
+    python -m workflow_scripts.vocab.vocab_diagnostics --vocab results/vocab/V --name V \\
         [--task-dir results/tasks/T ...] [--compare NAME=PATH ...] [--terms FILE] \\
         --out results/vocab/V/diagnostics.json
 
