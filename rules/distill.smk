@@ -28,4 +28,3 @@ rule distill:
         "{params.launch} -m workflow_scripts.distill.distill --settings {input.settings}"
         " --teacher {params.teacher} {params.packed} {params.init}"
         " --out results/distill/{wildcards.model} 2> {log}"
-
