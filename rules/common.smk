@@ -246,7 +246,7 @@ onstart:
     plugin = workflow.executor_plugin
     if plugin is not None and plugin.name == "slurm":
         from snakemake.exceptions import WorkflowError
-        from workflow_scripts import slurm_partitions
+        from workflow_scripts.config import slurm_partitions
 
         try:
             slurm_partitions.check_jobs(
