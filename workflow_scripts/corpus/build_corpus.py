@@ -266,7 +266,7 @@ def build(inputs: Sequence[str | Path], out: str | Path, settings: CorpusSetting
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description="Build one cleaned, deduplicated, sharded corpus.")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--settings", required=True, help="settings YAML with a top-level 'corpus' key")
     ap.add_argument("--in", dest="inputs", nargs="+", required=True,
                     help="parsed Parquet files in application order")

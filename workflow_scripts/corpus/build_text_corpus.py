@@ -64,7 +64,7 @@ def build(source: Path, name: str, out: Path) -> dict:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--in", dest="source", required=True, help="UTF-8 text, one document per paragraph")
     parser.add_argument("--name", required=True, help="corpus name")
     parser.add_argument("--out", required=True, help="corpus directory to write")

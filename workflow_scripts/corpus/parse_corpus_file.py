@@ -128,7 +128,7 @@ def parse_file(path: str | Path, out: str | Path, settings: CorpusSettings,
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description="Parse one raw corpus file into Parquet.")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--settings", required=True, help="settings YAML with a top-level 'corpus' key")
     ap.add_argument("--in", dest="inp", required=True, help="raw file (.xml.gz, .tar.gz/.nxml, NOTEEVENTS.csv.gz)")
     ap.add_argument("--out", required=True, help="parsed Parquet file to write")

@@ -183,7 +183,7 @@ def fetch_batch(inventory: str | Path, base: str, batch: int, batches: int, out:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description="Select PMC cloud articles by metadata and fetch one batch.")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--settings", required=True, help="corpus settings YAML (top-level 'corpus' key)")
     ap.add_argument("--inventory", required=True, help="the downloaded inventory file")
     ap.add_argument("--url", required=True, help="base URL of the bucket (or a mirror) the keys are under")

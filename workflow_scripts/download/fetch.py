@@ -242,7 +242,7 @@ def fetch(url: str, out: str | Path, *, algo: str | None = None, digest: str | N
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description="Download one file with verification, resume and retries.")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--url", help="http(s) or file URL, or a local path")
     ap.add_argument("--out", required=True, help="destination path")
     group = ap.add_mutually_exclusive_group()

@@ -326,7 +326,9 @@ def format_text(a: Audit) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m workflow_scripts.provenance", description="Trace a table cell to its raw files and verify checksums."
+        prog="python -m workflow_scripts.provenance",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("table", help="a table CSV (medians.csv, groups.csv, blurb.csv) or the tables directory")
     parser.add_argument("model", help="model name or display name")

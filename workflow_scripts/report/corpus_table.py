@@ -138,7 +138,7 @@ def build(corpora: Sequence[str | Path], published: Sequence[Published], out: Pa
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", action="append", required=True, help="a corpus directory (repeatable)")
     ap.add_argument("--published", required=True, help="CSV of the corpus sizes the papers report")
     ap.add_argument("--out", required=True, help="tables directory")

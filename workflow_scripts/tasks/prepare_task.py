@@ -339,7 +339,7 @@ def prepare(spec: TaskSpec, raw: Path, out: Path) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--settings", required=True, help="YAML with top-level key 'task': one resolved TaskSpec")
     parser.add_argument("--raw", required=True, help="the task's raw folder (results/raw/tasks/<task>)")
     parser.add_argument("--out", required=True, help="output folder (results/tasks/<task>)")

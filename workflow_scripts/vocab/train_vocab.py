@@ -78,7 +78,7 @@ def learn(settings: VocabSettings, sample: Sample, name: str, out: Path) -> dict
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--settings", required=True, help="YAML with a top-level 'vocab' key")
     parser.add_argument("--corpus", required=True, nargs="+", action="extend",
                         help="corpus directories (shard~N.parquet); repeat the flag or list several")
