@@ -156,6 +156,10 @@ def test_loss_falls_and_checkpoint_reloads(trained, base):
     assert rows[-1]["step"] == 80
     assert np.mean([r["loss"] for r in rows[-3:]]) < rows[0]["loss"] - 0.8
     assert all(r["tokens_per_s"] > 0 and r["memory_mb"] > 0 for r in rows)
+    # curve linear, peak 2e-3, 8 warm-up updates of 80; a row logs the lr its last update ran at
+    lrs = {r["step"]: r["lr"] for r in rows}
+    assert lrs[5] == pytest.approx(2e-3 * 4 / 8) and lrs[10] == pytest.approx(2e-3 * 71 / 72)
+    assert lrs[80] == pytest.approx(2e-3 / 72)
     model = AutoModelForMaskedLM.from_pretrained(trained)
     tok = AutoTokenizer.from_pretrained(trained)
     assert model.config.hidden_size == 64 and model.config.num_hidden_layers == 2

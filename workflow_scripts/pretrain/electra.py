@@ -19,9 +19,10 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import ElectraConfig, ElectraForMaskedLM, ElectraForPreTraining
 
+from .. import optim
 from ..errors import PipelineError
 from .data import Specials
-from .loop import EVAL_SEED, NO_HELDOUT, Job, autocast, has_heldout, heldout_batches
+from .loop import EVAL_SEED, NO_HELDOUT, Job, has_heldout, heldout_batches
 from .model import check_vocab, load_tokenizer, masked_hidden, train_flops_per_token
 from .settings import ElectraSettings, PretrainSettings
 
@@ -166,7 +167,7 @@ def evaluate(job: Job) -> dict[str, Any]:
     masked_count = tokens = 0
     try:
         for masked, positions, labels in heldout_batches(job):
-            with autocast(job.settings, job.dist.device):
+            with optim.autocast(job.dist.device, job.settings.precision):
                 _, stats = objective(masked, positions, labels, {"masked": 1.0, "tokens": 1.0})
             for key in sums:
                 sums[key] += float(stats[key])
