@@ -2,7 +2,7 @@
 
 - Parameter groups: biases and LayerNorm weights get no weight decay, every other trainable
   parameter does (BERT's and ELECTRA's ``exclude_from_weight_decay``, HF Trainer's rule).
-- AdamW, fused on CUDA.
+- AdamW, fused on CUDA; :func:`updater` is the one place that builds it.
 - The learning-rate curve ``linear``: warm-up from 0 to the peak over W = int(warmup_ratio x
   total) updates, then linear decay to 0 at ``total``. Update n (counted from 0) runs at
   peak x n / W while n < W, then at peak x (total - n) / (total - W): the first update runs at
@@ -49,21 +49,6 @@ def decay_groups(module: nn.Module, weight_decay: float) -> list[dict[str, Any]]
         if param.requires_grad:
             (no_decay if name in exempt else decay).append(param)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-
-
-def adamw(
-    module: nn.Module,
-    *,
-    lr: float,
-    weight_decay: float,
-    eps: float,
-    betas: tuple[float, ...] = DEFAULT_BETAS,
-    device: torch.device,
-) -> torch.optim.AdamW:
-    """AdamW over ``module``'s trainable parameters (already on ``device``) in :func:`decay_groups`."""
-    return torch.optim.AdamW(
-        decay_groups(module, weight_decay), lr=lr, betas=tuple(betas), eps=eps, fused=device.type == "cuda"
-    )
 
 
 def warmup_steps(warmup_ratio: float, total: int) -> int:
@@ -158,7 +143,10 @@ def updater(
     precision: str,
     device: torch.device,
 ) -> Updater:
-    """The whole recipe for training ``module`` (on ``device``) for ``total_steps`` updates."""
-    optimizer = adamw(module, lr=lr, weight_decay=weight_decay, eps=eps, betas=betas, device=device)
+    """The whole recipe for training ``module`` (on ``device``) for ``total_steps`` updates: AdamW
+    over :func:`decay_groups` (fused on CUDA), curve ``linear``, the fp16 loss scaler."""
+    optimizer = torch.optim.AdamW(
+        decay_groups(module, weight_decay), lr=lr, betas=tuple(betas), eps=eps, fused=device.type == "cuda"
+    )
     scaler = torch.amp.GradScaler("cuda", enabled=amp_dtype(device, precision) == torch.float16)
     return Updater(optimizer, schedule(optimizer, total_steps, warmup_ratio), scaler)

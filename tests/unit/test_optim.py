@@ -16,6 +16,22 @@ CPU = torch.device("cpu")
 SHAPE = {"vocab_size": 50, "hidden_size": 8, "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 16}
 
 
+RECIPE = {
+    "lr": 1e-2,
+    "weight_decay": 0.1,
+    "eps": 1e-6,
+    "betas": (0.9, 0.98),
+    "total_steps": 10,
+    "warmup_ratio": 0.3,
+    "precision": "fp16",
+    "device": CPU,
+}
+
+
+def _updater(model: torch.nn.Module, **changes) -> optim.Updater:
+    return optim.updater(model, **{**RECIPE, **changes})
+
+
 def tiny_bert() -> BertForMaskedLM:
     torch.manual_seed(0)
     return BertForMaskedLM(BertConfig(max_position_embeddings=16, **SHAPE))
@@ -59,9 +75,7 @@ def test_the_curve_is_transformers_linear_schedule_with_warmup(total, ratio):
 
 def test_updates_report_the_learning_rate_they_ran_at():
     model = torch.nn.Linear(3, 1)
-    update = optim.updater(
-        model, lr=1e-2, weight_decay=0.01, eps=1e-8, total_steps=8, warmup_ratio=0.25, precision="bf16", device=CPU
-    )
+    update = _updater(model, weight_decay=0.01, eps=1e-8, total_steps=8, warmup_ratio=0.25, precision="bf16")
     lrs = []
     for _ in range(8):
         update.backward(model(torch.ones(2, 3)).sum())
@@ -97,10 +111,11 @@ def test_bert_gets_no_decay_on_biases_and_layernorm_only():
 def test_roberta_groups_count_tied_and_frozen_parameters_right():
     model = tiny_roberta()
     model.roberta.embeddings.token_type_embeddings.weight.requires_grad_(False)
-    groups = optim.adamw(model, lr=1e-3, weight_decay=0.01, eps=1e-6, betas=(0.9, 0.98), device=CPU).param_groups
+    update = _updater(model, lr=1e-3, weight_decay=0.01, warmup_ratio=0.1, precision="fp32")
+    groups = update.optimizer.param_groups
     decay, no_decay = groups
     assert (decay["weight_decay"], no_decay["weight_decay"]) == (0.01, 0.0)
-    assert (decay["betas"], decay["eps"], decay["lr"]) == ((0.9, 0.98), 1e-6, 1e-3)
+    assert (decay["betas"], decay["eps"], decay["initial_lr"], decay["lr"]) == ((0.9, 0.98), 1e-6, 1e-3, 0.0)
     names = {id(p): n for n, p in model.named_parameters()}
     exempt = optim.no_decay_names(model)
     assert {names[id(p)] for p in no_decay["params"]} == exempt
@@ -125,17 +140,7 @@ def _run(update: optim.Updater, model: torch.nn.Module, steps: range) -> None:
 def _setup() -> tuple[torch.nn.Module, optim.Updater]:
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.LayerNorm(4), torch.nn.Linear(4, 1))
-    update = optim.updater(
-        model,
-        lr=1e-2,
-        weight_decay=0.1,
-        eps=1e-6,
-        betas=(0.9, 0.98),
-        total_steps=10,
-        warmup_ratio=0.3,
-        precision="fp16",
-        device=CPU,
-    )
+    update = _updater(model)
     return model, update
 
 

@@ -305,20 +305,38 @@ def has_heldout(job: Job) -> bool:
 
 
 @torch.no_grad()
+def heldout_sums(job: Job, objective: nn.Module, keys: tuple[str, ...]) -> tuple[dict[str, float], int, int]:
+    """Sums of the objective's ``stats[key]`` over the held-out blocks, in evaluation mode and the run's
+    precision, with the masked and the total token counts (per-token figures are sum / count)."""
+    modes = [(m, m.training) for m in objective.modules()]
+    objective.eval()
+    sums, masked_count, tokens = dict.fromkeys(keys, 0.0), 0, 0
+    try:
+        for masked, positions, labels in heldout_batches(job):
+            with optim.autocast(job.dist.device, job.settings.precision):
+                _, stats = objective(masked, positions, labels, {"masked": 1.0, "tokens": 1.0})
+            for key in sums:
+                sums[key] += float(stats[key])
+            masked_count += len(positions)
+            tokens += masked.numel()
+    finally:
+        for module, mode in modes:
+            module.training = mode
+    return sums, masked_count, tokens
+
+
+def heldout_summary(job: Job, mlm_sum: float, masked_count: int) -> dict[str, Any]:
+    loss = mlm_sum / max(masked_count, 1)
+    return {
+        "heldout_loss": loss, "heldout_perplexity": math.exp(min(loss, 50.0)),
+        "heldout_blocks": min(len(job.heldout), job.settings.heldout_max_blocks), "heldout_masked_tokens": masked_count,
+    }
+
+
+@torch.no_grad()
 def evaluate(job: Job) -> dict[str, Any]:
     """MLM loss per masked token on the held-out blocks, with masks fixed across models."""
     if not has_heldout(job):
         return dict(NO_HELDOUT)
-    objective = MLMObjective(job.model).to(job.dist.device)
-    was_training = job.model.training
-    job.model.eval()
-    total, count = 0.0, 0.0
-    for masked, positions, labels in heldout_batches(job):
-        with optim.autocast(job.dist.device, job.settings.precision):
-            _, stats = objective(masked, positions, labels, {"masked": 1.0, "tokens": 1.0})
-        total += float(stats["mlm"])
-        count += len(positions)
-    job.model.train(was_training)
-    loss = total / max(count, 1.0)
-    n = min(len(job.heldout), job.settings.heldout_max_blocks)
-    return {"heldout_loss": loss, "heldout_perplexity": math.exp(min(loss, 50.0)), "heldout_blocks": n, "heldout_masked_tokens": int(count)}
+    sums, masked_count, _ = heldout_sums(job, MLMObjective(job.model).to(job.dist.device), ("mlm",))
+    return heldout_summary(job, sums["mlm"], masked_count)
