@@ -231,6 +231,16 @@ def test_continual_pretraining_keeps_the_vocabulary(trained, base, tmp_path):
     assert json.loads((out / "eval.json").read_text())["heldout_loss"] <= json.loads((trained / "eval.json").read_text())["heldout_loss"] + 0.3
 
 
+def test_a_continued_models_dropout_follows_the_seed_not_what_ran_before(trained, base, tmp_path):
+    outs = []
+    for name, noise in (("a", 1), ("b", 2)):
+        torch.manual_seed(noise)  # the process's random state before the run
+        outs.append(_pretrain(base, tmp_path, name, init=trained, max_steps=4))
+    assert AutoModelForMaskedLM.from_pretrained(outs[0]).config.hidden_dropout_prob > 0
+    a, b = (load_file(out / "model.safetensors") for out in outs)
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
 def test_roberta_from_scratch_with_byte_level_bpe(base, tmp_path):
     out = _pretrain(base, tmp_path, "rob", tokenizer="bpe", architecture="roberta", max_steps=12, whole_word_mask=True,
                     phases=[{"seq_len": 16, "fraction": 0.5}, {"seq_len": 32, "fraction": 0.5}])
