@@ -25,7 +25,6 @@ import numpy as np
 import torch
 from torch import nn
 
-SCHEDULE = "linear"
 # torch's and HF Trainer's defaults: fine-tuning, which has no betas setting, uses them
 DEFAULT_BETAS = (0.9, 0.999)
 LOW_PRECISION = {"bf16": torch.bfloat16, "fp16": torch.float16}
