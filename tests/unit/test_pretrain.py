@@ -157,6 +157,10 @@ def test_loss_falls_and_checkpoint_reloads(trained, base):
     assert rows[-1]["step"] == 80
     assert np.mean([r["loss"] for r in rows[-3:]]) < rows[0]["loss"] - 0.8
     assert all(r["tokens_per_s"] > 0 and r["memory_mb"] > 0 for r in rows)
+    # curve linear, peak 2e-3, 8 warm-up updates of 80; a row logs the lr its last update ran at
+    lrs = {r["step"]: r["lr"] for r in rows}
+    assert lrs[5] == pytest.approx(2e-3 * 4 / 8) and lrs[10] == pytest.approx(2e-3 * 71 / 72)
+    assert lrs[80] == pytest.approx(2e-3 / 72)
     model = AutoModelForMaskedLM.from_pretrained(trained)
     tok = AutoTokenizer.from_pretrained(trained)
     assert model.config.hidden_size == 64 and model.config.num_hidden_layers == 2
@@ -226,6 +230,16 @@ def test_continual_pretraining_keeps_the_vocabulary(trained, base, tmp_path):
     assert model.config.model_type == "bert" and model.config.hidden_size == 64  # the init's shape, not the settings'
     assert AutoTokenizer.from_pretrained(out).get_vocab() == AutoTokenizer.from_pretrained(trained).get_vocab()
     assert json.loads((out / "eval.json").read_text())["heldout_loss"] <= json.loads((trained / "eval.json").read_text())["heldout_loss"] + 0.3
+
+
+def test_a_continued_models_dropout_follows_the_seed_not_what_ran_before(trained, base, tmp_path):
+    outs = []
+    for name, noise in (("a", 1), ("b", 2)):
+        torch.manual_seed(noise)  # the process's random state before the run
+        outs.append(_pretrain(base, tmp_path, name, init=trained, max_steps=4))
+    assert AutoModelForMaskedLM.from_pretrained(outs[0]).config.hidden_dropout_prob > 0
+    a, b = (load_file(out / "model.safetensors") for out in outs)
+    assert all(torch.equal(a[k], b[k]) for k in a)
 
 
 def test_roberta_from_scratch_with_byte_level_bpe(base, tmp_path):

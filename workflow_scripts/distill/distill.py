@@ -12,7 +12,7 @@ MLM from the same initialisation for the same steps, without a teacher forward p
 from __future__ import annotations
 
 import argparse
-import contextlib
+import functools
 import logging
 from pathlib import Path
 from typing import Sequence
@@ -20,7 +20,7 @@ from typing import Sequence
 import torch
 from transformers.utils import logging as hf_logging
 
-from .. import provenance
+from .. import optim, provenance
 from ..cli import run
 from ..typed import load_settings, to_dict
 from ..errors import PipelineError
@@ -76,6 +76,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         torch.set_num_threads(s.num_threads)
     d = distributed.setup()
     try:
+        optim.seed_everything(s.seed)  # the student's new layers and the projections start from the seed
         out = Path(args.out)
         terms = s.loss.teacher_terms()
         needs_attention = any(k in terms for k in ("attention_mse", "attention_kl"))
@@ -95,11 +96,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             raise PipelineError(f"{where}.layer_map: attention terms need transformer layers (1..{teacher.config.num_hidden_layers}), not 0")
         if terms:
             teacher.to(d.device)
-            low = d.device.type == "cuda" and s.teacher_precision != "fp32"
-            dtype = torch.bfloat16 if s.teacher_precision == "bf16" else torch.float16
-            if low:
+            dtype = optim.amp_dtype(d.device, s.teacher_precision)
+            if dtype is not None:
                 teacher.to(dtype)
-            autocast = (lambda: torch.autocast("cuda", dtype=dtype)) if low else contextlib.nullcontext
+            autocast = functools.partial(optim.autocast, d.device, s.teacher_precision)
             objective = DistillObjective(student, teacher, s.loss, s.temperature, mapping, autocast, s.kl_positions)
         else:
             log.info("no teacher terms: plain MLM of the student (the 'train longer' control)")

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 import torch
 
-from .. import provenance
+from .. import optim, provenance
 from ..atomic import write_json, write_jsonl, write_yaml
 from ..cli import run
 from ..errors import PipelineError
@@ -31,7 +31,7 @@ from . import cache, data, heads, tagging
 from .decode import decode
 from .features import MARKERS, Encoding, encode, needs_markers
 from .settings import FinetuneSettings, GridSettings, RunSettings, as_dict, load
-from .loop import Fit, Schedule, fit, predict, seed_everything, selection_value
+from .loop import Fit, Schedule, fit, predict, selection_value
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +133,7 @@ def choose(trials: list[FinetuneSettings], evaluate, train: list[dict[str, Any]]
     best: tuple[FinetuneSettings, Fit, Any] | None = None
     grid = []
     for trial in trials:
-        seed_everything(seed)
+        optim.seed_everything(seed, deterministic=True)
         model = heads.build(model_path, task_type, enc.labels, trial.dropout, trial.pooling, vocab_size)
         model.to(device)
         label = f"finetune lr={trial.lr:g} batch={trial.batch_size}"
