@@ -4,6 +4,7 @@ import re
 import shlex
 import sys
 
+from workflow_scripts import paths
 from workflow_scripts.config import plan
 from workflow_scripts.config.launch import launch_command
 from workflow_scripts.config.resources import MODEL_RULES, snakemake_resources
@@ -30,9 +31,7 @@ PRETRAINED = [m for m, e in STUDY.models.items() if e.kind == "pretrain"]
 DISTILLED = [m for m, e in STUDY.models.items() if e.kind == "distill"]
 EVALUATED = plan.evaluated_models(STUDY)
 PACK_TOKENIZERS = plan.pack_tokenizers(STUDY)
-PACKED_SHARD = (
-    "results/packed/{tokenizer}/{corpus}/seq~{seq_len}/heldout~{heldout}/shard~{shard}"
-)
+PACKED_SHARD = f"{paths.PACKED}/shard~{{shard}}"
 TABLE_NAMES = ["medians", "groups", "blurb"]
 TABLES = expand(
     "results/tables/{table}.{ext}", table=TABLE_NAMES, ext=["csv", "md", "tex"]

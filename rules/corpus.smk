@@ -4,7 +4,7 @@ localrules:
 
 rule corpus_settings:
     output:
-        "results/configs/corpus/{corpus}.yaml",
+        paths.CORPUS_SETTINGS,
     log:
         "results/logs/corpus_settings/{corpus}.log",
     params:
@@ -17,10 +17,10 @@ rule parse_corpus_file:
     input:
         unpack(parse_extra_inputs),
         raw="results/raw/{corpus}/{file}",
-        settings="results/configs/corpus/{corpus}.yaml",
+        settings=paths.CORPUS_SETTINGS,
     output:
-        parsed="results/parsed/{corpus}/{file}.parquet",
-        provenance="results/parsed/{corpus}/{file}.parquet.provenance.json",
+        parsed=paths.PARSED,
+        provenance=f"{paths.PARSED}.provenance.json",
     log:
         "results/logs/parse/{corpus}/{file}.log",
     conda:
@@ -40,7 +40,7 @@ rule parse_corpus_file:
 rule build_corpus:
     input:
         parsed=parsed_inputs,
-        settings="results/configs/corpus/{corpus}.yaml",
+        settings=paths.CORPUS_SETTINGS,
         tasks=decontamination_inputs,
     output:
         stats="results/corpus/{corpus}/stats.json",

@@ -1,6 +1,6 @@
 rule distill:
     input:
-        settings="results/configs/models/{model}.yaml",
+        settings=paths.MODEL_SETTINGS,
         upstream=model_inputs,
     output:
         model=protected("results/distill/{model}/model.safetensors"),

@@ -7,7 +7,7 @@ localrules:
 
 rule report_settings:
     output:
-        "results/configs/report.yaml",
+        paths.REPORT_SETTINGS,
     log:
         "results/logs/report_settings.log",
     params:
@@ -18,7 +18,7 @@ rule report_settings:
 
 rule tables:
     input:
-        settings="results/configs/report.yaml",
+        settings=paths.REPORT_SETTINGS,
         runs=all_run_metrics(),
     output:
         with_captions(TABLES),
@@ -39,7 +39,7 @@ rule tables:
 
 rule plots:
     input:
-        settings="results/configs/report.yaml",
+        settings=paths.REPORT_SETTINGS,
         runs=all_run_metrics(),
         models=[
             f"{plan.model_dir(STUDY, m)}/provenance.json"

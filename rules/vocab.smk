@@ -4,7 +4,7 @@ localrules:
 
 rule vocab_settings:
     output:
-        "results/configs/vocab/{vocab}.yaml",
+        paths.VOCAB_SETTINGS,
     log:
         "results/logs/vocab_settings/{vocab}.log",
     params:
@@ -15,7 +15,7 @@ rule vocab_settings:
 
 rule train_vocab:
     input:
-        settings="results/configs/vocab/{vocab}.yaml",
+        settings=paths.VOCAB_SETTINGS,
         corpora=lambda wildcards: corpus_markers(
             STUDY.vocabularies[wildcards.vocab].corpora
         ),

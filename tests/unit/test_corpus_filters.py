@@ -104,13 +104,13 @@ def test_task_without_test_split_is_an_error(tmp_path):
         split_files(tmp_path / "t")
 
 
-def test_settings_errors_name_the_corpus_key(tmp_path):
+def test_settings_errors_name_the_key(tmp_path):
     s = tmp_path / "s.yaml"
     s.write_text(yaml.safe_dump({"corpus": {"name": "pubmed", "type": "pubmed", "clean": {"min_wrds": 3}}}))
-    with pytest.raises(PipelineError, match=r"corpora\.pubmed\.clean: unknown key 'min_wrds'"):
+    with pytest.raises(PipelineError, match=r"s\.yaml:corpus\.clean: unknown key 'min_wrds'"):
         load(s)
     s.write_text(yaml.safe_dump({"corpus": {"name": "pmc", "type": "pmc", "clean": {"pmc": {"licence": "cc"}}}}))
-    with pytest.raises(PipelineError, match=r"corpora\.pmc\.clean\.pmc\.licence"):
+    with pytest.raises(PipelineError, match=r"s\.yaml:corpus\.clean\.pmc\.licence"):
         load(s)
     s.write_text(yaml.safe_dump({"corpus": {"name": "x", "type": "pubmed", "shards": 0}}))
     with pytest.raises(PipelineError, match=r"shards: must be >= 1"):

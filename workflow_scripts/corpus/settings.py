@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Literal
 
 
-from ..config.typed import parse, read_yaml
+from ..config.typed import load_settings
 from ..errors import PipelineError
 
 
@@ -122,12 +122,4 @@ class CorpusSettings:
 
 
 def load(path: str | Path) -> CorpusSettings:
-    """Read the ``corpus`` key of a settings YAML; errors in ``clean`` name ``corpora.<name>.clean``."""
-    data = read_yaml(path)
-    if not isinstance(data, dict) or not isinstance(data.get("corpus"), dict):
-        raise PipelineError(f"{path}: missing top-level mapping 'corpus'")
-    raw = dict(data["corpus"])
-    clean = raw.pop("clean", None)
-    settings = parse(CorpusSettings, raw, f"{path}:corpus")
-    settings.clean = parse(CleanSettings, clean, f"corpora.{settings.name}.clean")
-    return settings
+    return load_settings(path, CorpusSettings, "corpus")

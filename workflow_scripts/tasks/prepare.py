@@ -34,7 +34,7 @@ from ..errors import PipelineError
 from .readers import get_reader
 from .readers.common import read_text
 from . import subsets
-from .spec import SPLITS, TaskSpec
+from .spec import SPLITS, PrepareTaskSettings
 
 log = logging.getLogger(__name__)
 ARCHIVES = (".tar.gz", ".tgz", ".tar", ".zip")
@@ -81,7 +81,7 @@ class RawFiles:
     """Finds the files a task's split paths name: in the raw dir, the user's local copy of
     credentialed data, or inside archives (each extracted once)."""
 
-    def __init__(self, spec: TaskSpec, raw: Path, tmp: Path) -> None:
+    def __init__(self, spec: PrepareTaskSettings, raw: Path, tmp: Path) -> None:
         self.spec, self.raw, self.tmp = spec, raw, tmp
         self.extracted: dict[tuple[Path, str], Path] = {}
         self.used: dict[str, Path] = {}
@@ -143,7 +143,7 @@ class RawFiles:
         return self.extracted[key]
 
 
-def _leaks(spec: TaskSpec, out: dict[str, list[dict]], chosen: dict[str, tuple[str, str, str]]) -> None:
+def _leaks(spec: PrepareTaskSettings, out: dict[str, list[dict]], chosen: dict[str, tuple[str, str, str]]) -> None:
     """Subsets of one source must not share a document with test."""
     test_docs = {subsets.document(r["id"]) for r in out["test"]}
     for split in ("train", "dev"):
@@ -156,7 +156,7 @@ def _leaks(spec: TaskSpec, out: dict[str, list[dict]], chosen: dict[str, tuple[s
                 )
 
 
-def read_split_paths(spec: TaskSpec, paths: dict[str, str], files: RawFiles) -> dict[str, list[dict]]:
+def read_split_paths(spec: PrepareTaskSettings, paths: dict[str, str], files: RawFiles) -> dict[str, list[dict]]:
     """Read train/dev/test given their (fold-resolved) split paths."""
     chosen = {split: subsets.parse(path) for split, path in paths.items()}
     test_kind, test_arg, test_source = chosen["test"]
@@ -210,7 +210,7 @@ def read_split_paths(spec: TaskSpec, paths: dict[str, str], files: RawFiles) -> 
     return out
 
 
-def _distribution(spec: TaskSpec, records: list[dict]) -> dict[str, Any]:
+def _distribution(spec: PrepareTaskSettings, records: list[dict]) -> dict[str, Any]:
     if spec.type in ("ner", "pico"):
         tags = Counter(t for r in records for t in r["tags"])
         card: dict[str, Any] = {"words": sum(len(r["tokens"]) for r in records), "tags": dict(sorted(tags.items()))}
@@ -235,7 +235,7 @@ def _count(key: str, split_card: dict[str, Any]) -> int:
     return split_card["examples"]
 
 
-def check_counts(spec: TaskSpec, cards: dict[str, dict[str, Any]], where: str = "") -> dict[str, Any]:
+def check_counts(spec: PrepareTaskSettings, cards: dict[str, dict[str, Any]], where: str = "") -> dict[str, Any]:
     """Compare split sizes with the registry's expected counts. A mismatch stops the run when the
     counts were checked against the real release files, and only warns when they come from a
     paper's table; the counts found are recorded either way."""
@@ -265,7 +265,7 @@ def check_counts(spec: TaskSpec, cards: dict[str, dict[str, Any]], where: str = 
     }
 
 
-def _duplicate_ids(spec: TaskSpec, split: str, records: list[dict]) -> None:
+def _duplicate_ids(spec: PrepareTaskSettings, split: str, records: list[dict]) -> None:
     seen: set[str] = set()
     for r in records:
         if r["id"] in seen:
@@ -273,7 +273,7 @@ def _duplicate_ids(spec: TaskSpec, split: str, records: list[dict]) -> None:
         seen.add(r["id"])
 
 
-def write_splits(spec: TaskSpec, splits: dict[str, list[dict]], dest: Path, where: str = "") -> dict[str, Any]:
+def write_splits(spec: PrepareTaskSettings, splits: dict[str, list[dict]], dest: Path, where: str = "") -> dict[str, Any]:
     dest.mkdir(parents=True, exist_ok=True)
     cards = {}
     for split in SPLITS:
@@ -286,13 +286,13 @@ def write_splits(spec: TaskSpec, splits: dict[str, list[dict]], dest: Path, wher
     return {"splits": cards, "count_check": check_counts(spec, cards, where)}
 
 
-def fold_paths(spec: TaskSpec, fold: Optional[int]) -> dict[str, str]:
+def fold_paths(spec: PrepareTaskSettings, fold: Optional[int]) -> dict[str, str]:
     if fold is None:
         return dict(spec.splits)
     return {s: p.replace("{fold1}", str(fold + 1)).replace("{fold}", str(fold)) for s, p in spec.splits.items()}
 
 
-def prepare(spec: TaskSpec, raw: Path, out: Path) -> dict[str, Any]:
+def prepare(spec: PrepareTaskSettings, raw: Path, out: Path) -> dict[str, Any]:
     """Write ``out`` (atomically): the JSONL splits (per fold for folded tasks), data_card.json
     and provenance.json. Returns the data card."""
     started = provenance.now()
@@ -307,15 +307,13 @@ def prepare(spec: TaskSpec, raw: Path, out: Path) -> dict[str, Any]:
         files = RawFiles(spec, raw, tmp)
         dest = stack.enter_context(atomic_dir(out))
         card: dict[str, Any] = {
-            "task": spec.name, "type": spec.type, "format": spec.format, "metric": spec.metric,
-            "restricted": spec.restricted,
+            "task": spec.name, "type": spec.type, "format": spec.format, "restricted": spec.restricted,
         }
         if spec.folds:
             card["folds"] = {}
             for k in range(spec.folds):
                 splits = read_split_paths(spec, fold_paths(spec, k), files)
                 card["folds"][str(k)] = write_splits(spec, splits, dest / f"fold~{k}", f" fold {k}")
-            card["selection_fold"] = spec.selection_fold
         else:
             card.update(write_splits(spec, read_split_paths(spec, fold_paths(spec, None), files), dest))
         write_json(dest / "data_card.json", card)
@@ -340,11 +338,11 @@ def prepare(spec: TaskSpec, raw: Path, out: Path) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--settings", required=True, help="YAML with top-level key 'task': one resolved TaskSpec")
+    parser.add_argument("--settings", required=True, help="YAML with top-level key 'task': the task's source, splits and labels")
     parser.add_argument("--raw", required=True, help="the task's raw folder (results/raw/tasks/<task>)")
     parser.add_argument("--out", required=True, help="output folder (results/tasks/<task>)")
     args = parser.parse_args(argv)
-    spec = load_settings(args.settings, TaskSpec, "task")
+    spec = load_settings(args.settings, PrepareTaskSettings, "task")
     card = prepare(spec, Path(args.raw), Path(args.out))
     sizes = card.get("splits") or card["folds"]["0"]["splits"]
     log.info("%s: %s", spec.name, ", ".join(f"{s} {sizes[s]['examples']}" for s in SPLITS))
