@@ -15,7 +15,7 @@ from typing import Any, Callable
 import pytest
 import yaml
 
-from workflow_harness import ROOT, copy_demo, planned_jobs, run_demo
+from workflow_harness import ROOT, copy_demo, planned_after, planned_jobs, run_demo
 
 from workflow_scripts.config import plan
 from workflow_scripts.config.validate import load_config
@@ -147,15 +147,7 @@ def test_a_finished_study_plans_nothing(finished):
 
 @pytest.mark.parametrize("edit, expected", [(e, x) for _, e, x in MATRIX], ids=[name for name, _, _ in MATRIX])
 def test_an_edit_plans_exactly_its_jobs(finished, edit, expected):
-    config = finished / "config.yaml"
-    original = config.read_text()
-    cfg = yaml.safe_load(original)
-    edit(cfg)
-    config.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    try:
-        assert _plan(finished) == expected
-    finally:
-        config.write_text(original)
+    assert planned_after(finished, edit)[1] == expected
 
 
 def test_a_site_profiles_partitions_rerun_nothing(finished):
@@ -194,6 +186,6 @@ def test_renaming_mednli_in_the_full_study_changes_only_the_reports_settings():
     before = _settings_files(load_config(copy.deepcopy(config), schema))
     config["tasks"]["mednli"] = {**(config["tasks"]["mednli"] or {}), "display": "MedNLI (renamed)"}
     after = _settings_files(load_config(config, schema))
-    assert before.keys() == after.keys() and len(before) > 1000
+    assert before.keys() == after.keys() and len(before) > 500
     changed = sorted(path for path in before if before[path] != after[path])
     assert changed == ["report", "report/task~mednli"]

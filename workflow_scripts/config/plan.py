@@ -215,7 +215,8 @@ def corpus_shards(study: Study, corpus: str) -> int:
 def packed_dir(tokenizer: str, corpus: str, seq_len: int, heldout_fraction: float) -> str:
     """One corpus packed at one length: ``shard~N/`` per corpus shard, and their ``index.json``."""
     # the fraction as Python writes a float back, so that the path reads back the same value
-    return paths.PACKED.format(tokenizer=tokenizer, corpus=corpus, seq_len=seq_len, heldout=repr(float(heldout_fraction)))
+    heldout = repr(float(heldout_fraction))
+    return paths.PACKED.format(tokenizer=tokenizer, corpus=corpus, seq_len=seq_len, heldout=heldout)
 
 
 def model_packed(study: Study, model: str) -> list[str]:

@@ -192,7 +192,8 @@ class Study:
     )
     seeds: list[int] = _help("Fine-tuning seeds of every task that lists none.", default_factory=lambda: [1, 2, 3, 4, 5])
     finetune: FinetuneSettings = _help(
-        "Fine-tuning defaults of every task. " + FINETUNE_PRECEDENCE, default_factory=FinetuneSettings
+        "Fine-tuning defaults of every task. " + FINETUNE_PRECEDENCE,
+        default_factory=FinetuneSettings,
     )
     aggregation: Aggregation = _help("How runs become table cells.", default_factory=Aggregation)
     reference: Reference = _help("Published results shown beside ours.", default_factory=Reference)
