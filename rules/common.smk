@@ -159,8 +159,9 @@ def parsed_inputs(wildcards):
 
 
 def decontamination_inputs(wildcards):
+    """The test texts of the tasks a corpus is decontaminated against (not their cards or settings)."""
     return [
-        f"{plan.task_dir(t)}/data_card.json"
+        f"{plan.task_dir(t)}/test_texts.jsonl"
         for t in STUDY.corpora[wildcards.corpus].decontaminate
     ]
 

@@ -1,5 +1,17 @@
 localrules:
+    parse_settings,
     corpus_settings,
+
+
+rule parse_settings:
+    output:
+        paths.PARSE_SETTINGS,
+    log:
+        "results/logs/parse_settings/{corpus}.log",
+    params:
+        settings=lambda wildcards: plan.parse_settings(STUDY, wildcards.corpus),
+    run:
+        write_settings(output[0], params.settings)
 
 
 rule corpus_settings:
@@ -16,8 +28,8 @@ rule corpus_settings:
 rule parse_corpus_file:
     input:
         unpack(parse_extra_inputs),
-        raw="results/raw/{corpus}/{file}",
-        settings=paths.CORPUS_SETTINGS,
+        raw=paths.RAW,
+        settings=paths.PARSE_SETTINGS,
     output:
         parsed=paths.PARSED,
         provenance=f"{paths.PARSED}.provenance.json",
@@ -58,7 +70,7 @@ rule build_corpus:
         **job_resources("build_corpus"),
     params:
         decontaminate=lambda wildcards, input: " ".join(
-            f"--decontaminate {os.path.dirname(p)}" for p in input.tasks
+            f"--decontaminate {p}" for p in input.tasks
         ),
     shell:
         "python -m workflow_scripts.corpus.build --settings {input.settings}"

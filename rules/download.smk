@@ -25,7 +25,7 @@ rule download_pmc_batch:
         inventory=lambda wildcards: plan.raw_path(
             wildcards.corpus, fetch_table_names(wildcards.corpus)[0]
         ),
-        settings=paths.CORPUS_SETTINGS,
+        settings=paths.PARSE_SETTINGS,
     output:
         batch=directory("results/raw/{corpus}/batch~{batch}"),
         filelist="results/raw/{corpus}/batch~{batch}.filelist.csv",

@@ -19,6 +19,7 @@ rule prepare_task:
         raw=task_raw_inputs,
     output:
         card=f"{paths.TASK}/data_card.json",
+        test_texts=f"{paths.TASK}/test_texts.jsonl",
         provenance=f"{paths.TASK}/provenance.json",
     log:
         "results/logs/prepare_task/{task}.log",

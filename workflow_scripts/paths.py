@@ -17,6 +17,7 @@ TASK = f"{RESULTS}/tasks/{{task}}"
 RUN = f"{RESULTS}/finetune/{{model}}/{{task}}/fold~{{fold}}/seed~{{seed}}"
 
 # The resolved settings each step reads, written by the settings rules.
+PARSE_SETTINGS = f"{RESULTS}/configs/parse/{{corpus}}.yaml"
 CORPUS_SETTINGS = f"{RESULTS}/configs/corpus/{{corpus}}.yaml"
 VOCAB_SETTINGS = f"{RESULTS}/configs/vocab/{{vocab}}.yaml"
 MODEL_SETTINGS = f"{RESULTS}/configs/models/{{model}}.yaml"

@@ -45,6 +45,8 @@ def test_prepare_cli_on_the_demo_tasks(task, tmp_path, monkeypatch):
     main(["--settings", str(write_settings(tmp_path, entry)), "--raw", f"raw_source/tasks/{task}", "--out", str(out)])
     sizes = {s: len(jsonl(out / f"{s}.jsonl")) for s in ("train", "dev", "test")}
     assert sizes == {"train": 300, "dev": 80, "test": 100}
+    texts = jsonl(out / "test_texts.jsonl")  # what corpora are decontaminated against
+    assert [t["id"] for t in texts] == [r["id"] for r in jsonl(out / "test.jsonl")] and all(t["texts"] for t in texts)
     card = json.loads((out / "data_card.json").read_text())
     assert card["count_check"]["status"] == "ok"
     assert {s: card["splits"][s]["examples"] for s in sizes} == sizes
@@ -58,7 +60,8 @@ def test_prepare_cli_on_the_demo_tasks(task, tmp_path, monkeypatch):
     assert not ids["train"] & ids["dev"] and not ids["dev"] & ids["test"]
     prov = json.loads((out / "provenance.json").read_text())
     assert prov["step"] == "tasks.prepare" and prov["restricted"] is False
-    assert {Path(o["path"]).name for o in prov["outputs"]} == {"train.jsonl", "dev.jsonl", "test.jsonl", "data_card.json"}
+    splits = {"train.jsonl", "dev.jsonl", "test.jsonl"}
+    assert {Path(o["path"]).name for o in prov["outputs"]} == {*splits, "test_texts.jsonl", "data_card.json"}
     assert all("sha256" in i for i in prov["inputs"]["raw"])
 
 

@@ -7,14 +7,13 @@ computes names and never touches the file system.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import shlex
 from dataclasses import dataclass
-from typing import Any, Iterator, TypeVar
+from typing import Any, Iterator
 
 from .. import paths
-from ..corpus.settings import CorpusSettings
+from ..corpus.settings import CorpusSettings, parse_view
 from ..distill.settings import DistillModelSettings
 from ..finetune.settings import FinetuneModel, FinetuneRunSettings, FinetuneTask
 from ..pretrain.settings import PretrainModelSettings
@@ -23,9 +22,7 @@ from ..tasks.spec import PrepareTaskSettings
 from ..vocab.settings import TrainVocabSettings
 from .restricted import restricted as restricted_marks
 from .study import Study
-from .typed import parse, to_dict
-
-T = TypeVar("T")
+from .typed import parse, to_dict, view
 
 
 @dataclass(frozen=True)
@@ -316,16 +313,19 @@ def task_directories(study: Study) -> list[str]:
 # reads changes, and Snakemake reruns only that step and what depends on it.
 
 
-def _view(cls: type[T], entry: Any, **values: Any) -> T:
-    """``cls`` filled from the same-named attributes of ``entry`` (a step's view of a config entry)."""
-    names = [f.name for f in dataclasses.fields(cls) if f.name not in values]
-    return cls(**{name: getattr(entry, name) for name in names if hasattr(entry, name)}, **values)
+def _corpus(study: Study, corpus: str) -> CorpusSettings:
+    restricted = corpus in restricted_marks(study).corpora
+    return view(CorpusSettings, study.corpora[corpus], name=corpus, restricted=restricted)
 
 
 def corpus_settings(study: Study, corpus: str) -> dict[str, Any]:
-    c = study.corpora[corpus]
-    restricted = corpus in restricted_marks(study).corpora
-    return {"corpus": to_dict(_view(CorpusSettings, c, name=corpus, restricted=restricted))}
+    """What building the corpus reads (its filters)."""
+    return {"corpus": to_dict(_corpus(study, corpus))}
+
+
+def parse_settings(study: Study, corpus: str) -> dict[str, Any]:
+    """What downloading and parsing its raw files read: a filter change leaves them alone."""
+    return {"corpus": to_dict(parse_view(_corpus(study, corpus)))}
 
 
 def vocab_settings(study: Study, vocab: str) -> dict[str, Any]:
@@ -335,12 +335,12 @@ def vocab_settings(study: Study, vocab: str) -> dict[str, Any]:
 def model_settings(study: Study, model: str) -> dict[str, Any]:
     m = study.models[model]
     cls = PretrainModelSettings if m.kind == "pretrain" else DistillModelSettings
-    return {"model": to_dict(_view(cls, m, name=model))}
+    return {"model": to_dict(view(cls, m, name=model))}
 
 
 def task_settings(study: Study, task: str) -> dict[str, Any]:
     spec = study.resolved_tasks[task].spec
-    return {"task": to_dict(_view(PrepareTaskSettings, spec, restricted=task in restricted_marks(study).tasks))}
+    return {"task": to_dict(view(PrepareTaskSettings, spec, restricted=task in restricted_marks(study).tasks))}
 
 
 def finetune_settings(study: Study, model: str, task: str) -> dict[str, Any]:
@@ -348,7 +348,7 @@ def finetune_settings(study: Study, model: str, task: str) -> dict[str, Any]:
     marks = restricted_marks(study)
     settings = FinetuneRunSettings(
         model=FinetuneModel(name=model, restricted=model in marks.models),
-        task=_view(FinetuneTask, rt.spec, restricted=task in marks.tasks),
+        task=view(FinetuneTask, rt.spec, restricted=task in marks.tasks),
         finetune=rt.finetune,
     )
     return to_dict(settings)

@@ -24,7 +24,7 @@ import zipfile
 from collections import Counter
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 from .. import provenance
 from ..atomic import atomic_dir, write_json, write_jsonl
@@ -35,6 +35,11 @@ from .readers import get_reader
 from .readers.common import read_text
 from . import subsets
 from .spec import SPLITS, PrepareTaskSettings
+
+# Every test example's texts, one JSON line each: the file corpora are decontaminated against.
+TEST_TEXTS = "test_texts.jsonl"
+# Fields of a normalised record that hold text.
+TEXT_FIELDS = ("text", "text_a", "text_b", "question", "context", "tokens")
 
 log = logging.getLogger(__name__)
 ARCHIVES = (".tar.gz", ".tgz", ".tar", ".zip")
@@ -286,6 +291,20 @@ def write_splits(spec: PrepareTaskSettings, splits: dict[str, list[dict]], dest:
     return {"splits": cards, "count_check": check_counts(spec, cards, where)}
 
 
+def _texts(record: dict) -> Iterator[str]:
+    for key in TEXT_FIELDS:
+        value = record.get(key)
+        if isinstance(value, list):
+            value = " ".join(map(str, value))
+        if isinstance(value, str) and value:
+            yield value
+
+
+def split_texts(records: list[dict], prefix: str = "") -> list[dict]:
+    """Each test example's texts (a token list joined by spaces): what corpora are decontaminated against."""
+    return [{"id": prefix + str(r["id"]), "texts": list(_texts(r))} for r in records]
+
+
 def fold_paths(spec: PrepareTaskSettings, fold: Optional[int]) -> dict[str, str]:
     if fold is None:
         return dict(spec.splits)
@@ -309,13 +328,18 @@ def prepare(spec: PrepareTaskSettings, raw: Path, out: Path) -> dict[str, Any]:
         card: dict[str, Any] = {
             "task": spec.name, "type": spec.type, "format": spec.format, "restricted": spec.restricted,
         }
+        texts = []
         if spec.folds:
             card["folds"] = {}
             for k in range(spec.folds):
                 splits = read_split_paths(spec, fold_paths(spec, k), files)
                 card["folds"][str(k)] = write_splits(spec, splits, dest / f"fold~{k}", f" fold {k}")
+                texts += split_texts(splits["test"], f"fold~{k}/")
         else:
-            card.update(write_splits(spec, read_split_paths(spec, fold_paths(spec, None), files), dest))
+            splits = read_split_paths(spec, fold_paths(spec, None), files)
+            card.update(write_splits(spec, splits, dest))
+            texts = split_texts(splits["test"])
+        write_jsonl(dest / TEST_TEXTS, texts)
         write_json(dest / "data_card.json", card)
         counts = (
             {k: fold["count_check"] for k, fold in card["folds"].items()} if spec.folds else card["count_check"]
