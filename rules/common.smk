@@ -34,13 +34,13 @@ PACK_TOKENIZERS = plan.pack_tokenizers(STUDY)
 PACKED_SHARD = f"{paths.PACKED}/shard~{{shard}}"
 TABLE_NAMES = ["medians", "groups", "blurb"]
 TABLES = expand(
-    "results/tables/{table}.{ext}", table=TABLE_NAMES, ext=["csv", "md", "tex"]
-) + ["results/tables/spread.csv", "results/tables/comparisons.csv"]
-CORPUS_TABLES = expand("results/tables/corpora.{ext}", ext=["csv", "md", "tex"]) + [
-    "results/tables/corpora_stages.csv"
+    f"{paths.TABLES}/{{table}}.{{ext}}", table=TABLE_NAMES, ext=["csv", "md", "tex"]
+) + [f"{paths.TABLES}/spread.csv", f"{paths.TABLES}/comparisons.csv"]
+CORPUS_TABLES = expand(f"{paths.TABLES}/corpora.{{ext}}", ext=["csv", "md", "tex"]) + [
+    f"{paths.TABLES}/corpora_stages.csv"
 ]
 PLOTS = expand(
-    "results/tables/{plot}.png",
+    f"{paths.TABLES}/{{plot}}.png",
     plot=["scores", "pretrain_loss", "pretrain_speed", "vocab_fragmentation"],
 )
 CAPTIONS = "../workflow_scripts/report/captions"
@@ -217,7 +217,7 @@ def compare_inputs(wildcards):
 
 def task_raw_inputs(wildcards):
     return [
-        f"results/raw/tasks/{wildcards.task}/{name}"
+        paths.TASK_RAW.format(task=wildcards.task, file=name)
         for name in plan.task_files(STUDY, wildcards.task)
     ]
 

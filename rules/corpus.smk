@@ -55,8 +55,8 @@ rule build_corpus:
         settings=paths.CORPUS_SETTINGS,
         tasks=decontamination_inputs,
     output:
-        stats="results/corpus/{corpus}/stats.json",
-        provenance="results/corpus/{corpus}/provenance.json",
+        stats=f"{paths.CORPUS}/stats.json",
+        provenance=f"{paths.CORPUS}/provenance.json",
     log:
         "results/logs/build_corpus/{corpus}.log",
     benchmark:
@@ -84,8 +84,8 @@ rule build_text_corpus:
             wildcards.corpus, STUDY.corpora[wildcards.corpus].source.files[0]
         ),
     output:
-        stats="results/corpus/{corpus}/stats.json",
-        provenance="results/corpus/{corpus}/provenance.json",
+        stats=f"{paths.CORPUS}/stats.json",
+        provenance=f"{paths.CORPUS}/provenance.json",
     log:
         "results/logs/build_corpus/{corpus}.log",
     wildcard_constraints:

@@ -20,9 +20,9 @@ rule pretrain:
         settings=paths.MODEL_SETTINGS,
         upstream=model_inputs,
     output:
-        model=protected("results/pretrain/{model}/model.safetensors"),
-        config="results/pretrain/{model}/config.json",
-        provenance="results/pretrain/{model}/provenance.json",
+        model=protected(f"{paths.PRETRAINED}/model.safetensors"),
+        config=f"{paths.PRETRAINED}/config.json",
+        provenance=f"{paths.PRETRAINED}/provenance.json",
     log:
         "results/logs/pretrain/{model}.log",
     benchmark:

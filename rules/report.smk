@@ -45,7 +45,7 @@ rule plots:
             f"{plan.model_dir(STUDY, m)}/provenance.json"
             for m in PRETRAINED + DISTILLED
         ],
-        diagnostics=expand("results/vocab/{vocab}/diagnostics.json", vocab=VOCABS),
+        diagnostics=expand(f"{paths.VOCAB}/diagnostics.json", vocab=VOCABS),
     output:
         with_captions(PLOTS),
         provenance="results/tables/plots.provenance.json",

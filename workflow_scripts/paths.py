@@ -9,12 +9,17 @@ from __future__ import annotations
 RESULTS = "results"
 
 RAW = f"{RESULTS}/raw/{{corpus}}/{{file}}"
+TASK_RAW = f"{RESULTS}/raw/tasks/{{task}}/{{file}}"
 PARSED = f"{RESULTS}/parsed/{{corpus}}/{{file}}.parquet"
 CORPUS = f"{RESULTS}/corpus/{{corpus}}"
 VOCAB = f"{RESULTS}/vocab/{{vocab}}"
+MODEL = f"{RESULTS}/{{kind}}/{{model}}"  # a model built here, by its kind (pretrain, distill)
+PRETRAINED = MODEL.format(kind="pretrain", model="{model}")
+DISTILLED = MODEL.format(kind="distill", model="{model}")
 PACKED = f"{RESULTS}/packed/{{tokenizer}}/{{corpus}}/seq~{{seq_len}}/heldout~{{heldout}}"
 TASK = f"{RESULTS}/tasks/{{task}}"
 RUN = f"{RESULTS}/finetune/{{model}}/{{task}}/fold~{{fold}}/seed~{{seed}}"
+TABLES = f"{RESULTS}/tables"
 
 # The resolved settings each step reads, written by the settings rules.
 PARSE_SETTINGS = f"{RESULTS}/configs/parse/{{corpus}}.yaml"

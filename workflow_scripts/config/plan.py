@@ -147,7 +147,7 @@ def model_dir(study: Study, name: str) -> str:
         return name  # a local directory or hub id given directly as init
     if m.kind == "external":
         return m.checkpoint or name
-    return f"{paths.RESULTS}/{m.kind}/{name}"
+    return paths.MODEL.format(kind=m.kind, model=name)
 
 
 MODEL_FILES = ("model.safetensors", "config.json", "provenance.json")
@@ -363,7 +363,7 @@ def report_settings(study: Study, workflow_root: str) -> dict[str, Any]:
         name: {
             "display": m.display or name,
             "kind": m.kind,
-            "published": {"lewis": m.published.get("lewis"), "blurb": m.published.get("blurb")},
+            "published": to_dict(m.published),
             "restricted": name in marks.models,
         }
         for name, m in study.models.items()

@@ -16,7 +16,7 @@ from ..distill.settings import DistillSettings
 from ..errors import PipelineError
 from ..finetune.settings import FinetuneSettings
 from ..pretrain.settings import PretrainSettings
-from ..report.settings import Aggregation
+from ..report.settings import Aggregation, Published
 from ..tasks import registry
 from ..tasks.spec import TaskSpec
 from ..vocab.settings import VocabSettings
@@ -137,9 +137,9 @@ class ModelEntry:
         "pretrain: masked-LM pretraining here; distill: a student distilled here; external: an existing checkpoint."
     )
     display: Optional[str] = _help("Label in tables (defaults to the model name).", default=None)
-    published: dict[str, str] = _help(
+    published: Published = _help(
         "Published counterpart per reference table, e.g. {lewis: ours-base+PM+Voc, blurb: PubMedBERT-uncased}.",
-        default_factory=dict,
+        default_factory=Published,
     )
     vocab: Optional[str] = _help("pretrain from scratch: the vocabulary (name in vocabularies).", default=None)
     init: Optional[str] = _help(
