@@ -16,6 +16,7 @@ from ..errors import PipelineError
 from ..jsonl import read_jsonl
 from .text import word_tokens
 
+
 def _grams(tokens: list[str], n: int) -> set[int]:
     return {hash(" ".join(tokens[i:i + n])) for i in range(len(tokens) - n + 1)}
 
@@ -46,8 +47,10 @@ class NgramIndex:
         """Index one task's test texts (its prepared test_texts.jsonl); return the number of examples."""
         path = Path(path)
         if not path.is_file():
-            raise PipelineError(f"{path}: no test texts to decontaminate against; prepare the task first "
-                                "or remove it from the corpus's decontamination list")
+            raise PipelineError(
+                f"{path}: no test texts to decontaminate against; prepare the task first "
+                "or remove it from the corpus's decontamination list"
+            )
         task = path.parent.name
         n = 0
         for line, ex in read_jsonl(path):

@@ -130,9 +130,7 @@ class FinetuneSettings:
 @dataclass
 class FinetuneModel:
     name: str = field(metadata={"help": "model name (the {model} wildcard)"})
-    restricted: bool = field(
-        default=False, metadata={"help": "the model was trained on credentialed data (MIMIC-III)"}
-    )
+    restricted: bool = field(default=False, metadata={"help": "the model was trained on credentialed data (MIMIC-III)"})
 
 
 @dataclass

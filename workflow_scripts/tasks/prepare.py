@@ -326,7 +326,10 @@ def prepare(spec: PrepareTaskSettings, raw: Path, out: Path) -> dict[str, Any]:
         files = RawFiles(spec, raw, tmp)
         dest = stack.enter_context(atomic_dir(out))
         card: dict[str, Any] = {
-            "task": spec.name, "type": spec.type, "format": spec.format, "restricted": spec.restricted,
+            "task": spec.name,
+            "type": spec.type,
+            "format": spec.format,
+            "restricted": spec.restricted,
         }
         texts = []
         if spec.folds:
