@@ -4,6 +4,7 @@ import re
 import shlex
 import sys
 
+from workflow_scripts import paths
 from workflow_scripts.config import plan
 from workflow_scripts.config.launch import launch_command
 from workflow_scripts.config.resources import MODEL_RULES, snakemake_resources
@@ -30,18 +31,16 @@ PRETRAINED = [m for m, e in STUDY.models.items() if e.kind == "pretrain"]
 DISTILLED = [m for m, e in STUDY.models.items() if e.kind == "distill"]
 EVALUATED = plan.evaluated_models(STUDY)
 PACK_TOKENIZERS = plan.pack_tokenizers(STUDY)
-PACKED_SHARD = (
-    "results/packed/{tokenizer}/{corpus}/seq~{seq_len}/heldout~{heldout}/shard~{shard}"
-)
+PACKED_SHARD = f"{paths.PACKED}/shard~{{shard}}"
 TABLE_NAMES = ["medians", "groups", "blurb"]
 TABLES = expand(
-    "results/tables/{table}.{ext}", table=TABLE_NAMES, ext=["csv", "md", "tex"]
-) + ["results/tables/spread.csv", "results/tables/comparisons.csv"]
-CORPUS_TABLES = expand("results/tables/corpora.{ext}", ext=["csv", "md", "tex"]) + [
-    "results/tables/corpora_stages.csv"
+    f"{paths.TABLES}/{{table}}.{{ext}}", table=TABLE_NAMES, ext=["csv", "md", "tex"]
+) + [f"{paths.TABLES}/spread.csv", f"{paths.TABLES}/comparisons.csv"]
+CORPUS_TABLES = expand(f"{paths.TABLES}/corpora.{{ext}}", ext=["csv", "md", "tex"]) + [
+    f"{paths.TABLES}/corpora_stages.csv"
 ]
 PLOTS = expand(
-    "results/tables/{plot}.png",
+    f"{paths.TABLES}/{{plot}}.png",
     plot=["scores", "pretrain_loss", "pretrain_speed", "vocab_fragmentation"],
 )
 CAPTIONS = "../workflow_scripts/report/captions"
@@ -160,8 +159,9 @@ def parsed_inputs(wildcards):
 
 
 def decontamination_inputs(wildcards):
+    """The test texts of the tasks a corpus is decontaminated against (not their cards or settings)."""
     return [
-        f"{plan.task_dir(t)}/data_card.json"
+        f"{plan.task_dir(t)}/test_texts.jsonl"
         for t in STUDY.corpora[wildcards.corpus].decontaminate
     ]
 
@@ -217,7 +217,7 @@ def compare_inputs(wildcards):
 
 def task_raw_inputs(wildcards):
     return [
-        f"results/raw/tasks/{wildcards.task}/{name}"
+        paths.TASK_RAW.format(task=wildcards.task, file=name)
         for name in plan.task_files(STUDY, wildcards.task)
     ]
 

@@ -1,11 +1,11 @@
 rule distill:
     input:
-        settings="results/configs/models/{model}.yaml",
+        settings=paths.MODEL_SETTINGS,
         upstream=model_inputs,
     output:
-        model=protected("results/distill/{model}/model.safetensors"),
-        config="results/distill/{model}/config.json",
-        provenance="results/distill/{model}/provenance.json",
+        model=protected(f"{paths.DISTILLED}/model.safetensors"),
+        config=f"{paths.DISTILLED}/config.json",
+        provenance=f"{paths.DISTILLED}/provenance.json",
     log:
         "results/logs/distill/{model}.log",
     benchmark:

@@ -1,7 +1,7 @@
 rule download_corpus_file:
     output:
-        raw="results/raw/{corpus}/{file}",
-        provenance="results/raw/{corpus}/{file}.provenance.json",
+        raw=paths.RAW,
+        provenance=f"{paths.RAW}.provenance.json",
     log:
         "results/logs/download/{corpus}/{file}.log",
     conda:
@@ -25,7 +25,7 @@ rule download_pmc_batch:
         inventory=lambda wildcards: plan.raw_path(
             wildcards.corpus, fetch_table_names(wildcards.corpus)[0]
         ),
-        settings="results/configs/corpus/{corpus}.yaml",
+        settings=paths.PARSE_SETTINGS,
     output:
         batch=directory("results/raw/{corpus}/batch~{batch}"),
         filelist="results/raw/{corpus}/batch~{batch}.filelist.csv",
@@ -50,8 +50,8 @@ rule download_pmc_batch:
 
 rule download_task_file:
     output:
-        raw="results/raw/tasks/{task}/{file}",
-        provenance="results/raw/tasks/{task}/{file}.provenance.json",
+        raw=paths.TASK_RAW,
+        provenance=f"{paths.TASK_RAW}.provenance.json",
     log:
         "results/logs/download/tasks/{task}/{file}.log",
     conda:

@@ -4,7 +4,7 @@ localrules:
 
 rule model_settings:
     output:
-        "results/configs/models/{model}.yaml",
+        paths.MODEL_SETTINGS,
     log:
         "results/logs/model_settings/{model}.log",
     params:
@@ -17,12 +17,12 @@ rule model_settings:
 # and training_state/ beside them must survive so that a rerun resumes.
 rule pretrain:
     input:
-        settings="results/configs/models/{model}.yaml",
+        settings=paths.MODEL_SETTINGS,
         upstream=model_inputs,
     output:
-        model=protected("results/pretrain/{model}/model.safetensors"),
-        config="results/pretrain/{model}/config.json",
-        provenance="results/pretrain/{model}/provenance.json",
+        model=protected(f"{paths.PRETRAINED}/model.safetensors"),
+        config=f"{paths.PRETRAINED}/config.json",
+        provenance=f"{paths.PRETRAINED}/provenance.json",
     log:
         "results/logs/pretrain/{model}.log",
     benchmark:

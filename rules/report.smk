@@ -8,7 +8,7 @@ localrules:
 
 rule report_settings:
     output:
-        "results/configs/report.yaml",
+        paths.REPORT_SETTINGS,
     log:
         "results/logs/report_settings.log",
     params:
@@ -19,7 +19,7 @@ rule report_settings:
 
 rule tables:
     input:
-        settings="results/configs/report.yaml",
+        settings=paths.REPORT_SETTINGS,
         runs=all_run_metrics(),
     output:
         with_captions(TABLES),
@@ -40,13 +40,13 @@ rule tables:
 
 rule plots:
     input:
-        settings="results/configs/report.yaml",
+        settings=paths.REPORT_SETTINGS,
         runs=all_run_metrics(),
         models=[
             f"{plan.model_dir(STUDY, m)}/provenance.json"
             for m in PRETRAINED + DISTILLED
         ],
-        diagnostics=expand("results/vocab/{vocab}/diagnostics.json", vocab=VOCABS),
+        diagnostics=expand(f"{paths.VOCAB}/diagnostics.json", vocab=VOCABS),
     output:
         with_captions(PLOTS),
         provenance="results/tables/plots.provenance.json",

@@ -4,7 +4,7 @@ localrules:
 
 rule task_settings:
     output:
-        "results/configs/tasks/{task}.yaml",
+        paths.TASK_SETTINGS,
     log:
         "results/logs/task_settings/{task}.log",
     params:
@@ -15,11 +15,12 @@ rule task_settings:
 
 rule prepare_task:
     input:
-        settings="results/configs/tasks/{task}.yaml",
+        settings=paths.TASK_SETTINGS,
         raw=task_raw_inputs,
     output:
-        card="results/tasks/{task}/data_card.json",
-        provenance="results/tasks/{task}/provenance.json",
+        card=f"{paths.TASK}/data_card.json",
+        test_texts=f"{paths.TASK}/test_texts.jsonl",
+        provenance=f"{paths.TASK}/provenance.json",
     log:
         "results/logs/prepare_task/{task}.log",
     conda:

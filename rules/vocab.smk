@@ -4,7 +4,7 @@ localrules:
 
 rule vocab_settings:
     output:
-        "results/configs/vocab/{vocab}.yaml",
+        paths.VOCAB_SETTINGS,
     log:
         "results/logs/vocab_settings/{vocab}.log",
     params:
@@ -15,13 +15,13 @@ rule vocab_settings:
 
 rule train_vocab:
     input:
-        settings="results/configs/vocab/{vocab}.yaml",
+        settings=paths.VOCAB_SETTINGS,
         corpora=lambda wildcards: corpus_markers(
             STUDY.vocabularies[wildcards.vocab].corpora
         ),
     output:
-        tokenizer="results/vocab/{vocab}/tokenizer_config.json",
-        provenance="results/vocab/{vocab}/provenance.json",
+        tokenizer=f"{paths.VOCAB}/tokenizer_config.json",
+        provenance=f"{paths.VOCAB}/provenance.json",
     log:
         "results/logs/train_vocab/{vocab}.log",
     benchmark:
@@ -42,11 +42,11 @@ rule train_vocab:
 
 rule vocab_diagnostics:
     input:
-        tokenizer="results/vocab/{vocab}/tokenizer_config.json",
+        tokenizer=f"{paths.VOCAB}/tokenizer_config.json",
         tasks=ner_task_inputs,
         compare=compare_inputs,
     output:
-        "results/vocab/{vocab}/diagnostics.json",
+        f"{paths.VOCAB}/diagnostics.json",
     log:
         "results/logs/vocab_diagnostics/{vocab}.log",
     conda:

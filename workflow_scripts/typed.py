@@ -136,6 +136,13 @@ def to_dict(obj: Any) -> Any:
     return obj
 
 
+def view(cls: type[T], entry: Any, **values: Any) -> T:
+    """``cls`` filled from the same-named attributes of ``entry``, ``values`` taking precedence: the part
+    of a larger settings object that one step reads."""
+    names = [f.name for f in dataclasses.fields(cls) if f.init and f.name not in values]
+    return cls(**{name: getattr(entry, name) for name in names if hasattr(entry, name)}, **values)
+
+
 def read_yaml(path: str | Path) -> Any:
     """The data of a settings YAML file; a missing or unparsable file names itself."""
     path = Path(path)

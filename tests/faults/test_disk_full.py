@@ -85,7 +85,7 @@ def test_any_step_on_a_full_disk_names_its_output_in_one_line(small_disk, tmp_pa
     raw = tmp_path / "pubmed26n0001.xml.gz"
     raw.write_bytes(gzip.compress((FIX / "medline_edge.xml").read_bytes(), mtime=0))
     settings = tmp_path / "s.yaml"
-    settings.write_text(yaml.safe_dump({"corpus": {"name": "pm", "type": "pubmed", "shards": 1, "clean": {}}}))
+    settings.write_text(yaml.safe_dump({"corpus": {"name": "pm", "type": "pubmed", "clean": {}}}))
     (small_disk / "parsed").mkdir()
     _fill(small_disk, 0)
     out = small_disk / "parsed" / "pubmed26n0001.parquet"

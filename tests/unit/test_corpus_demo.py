@@ -19,6 +19,8 @@ from workflow_scripts.corpus.build_corpus import main as build_main
 from workflow_scripts.corpus.parse_corpus_file import main as parse_main
 from workflow_scripts.download.checksums import expected_for
 
+from corpus_fixtures import parse_settings
+
 ROOT = Path(__file__).resolve().parents[2]
 RAW = ROOT / "demo" / "raw_source"
 PUBMED_FILES = ["baseline/pubmed26n0001.xml.gz", "baseline/pubmed26n0002.xml.gz", "updatefiles/pubmed26n0003.xml.gz"]
@@ -77,7 +79,7 @@ def _corpus(tmp_path: Path, name: str, type_: str, raws: list[Path], shards: int
     parsed = []
     for raw in raws:
         out = tmp_path / f"{name}-{raw.name}.parquet"
-        parse_main(["--settings", str(s), "--in", str(raw), "--out", str(out), *extra])
+        parse_main(["--settings", str(parse_settings(s)), "--in", str(raw), "--out", str(out), *extra])
         parsed.append(str(out))
     build_main(["--settings", str(s), "--in", *parsed, "--out", str(tmp_path / name)])
     return json.loads((tmp_path / name / "stats.json").read_text())

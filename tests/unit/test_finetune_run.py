@@ -180,17 +180,12 @@ def write_task(root: Path, task_type: str, sizes=(96, 32, 32), seed: int = 1, fo
 
 def task_spec(task_type: str, **extra) -> dict:
     _, metric, labels, negative = TASKS[task_type]
-    spec = {
-        "name": f"toy-{task_type}", "display": task_type, "type": task_type, "domain": "pubmed",
-        "format": "toy", "source": {"files": {}}, "metric": metric, "labels": labels,
-        "negative_label": negative, "max_length": 64,
-        "splits": {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
-    }
+    spec = {"name": f"toy-{task_type}", "type": task_type, "metric": metric, "labels": labels, "negative_label": negative}
     spec.update(extra)
     return spec
 
 
-FAST = {"lr": 2e-3, "batch_size": 16, "epochs": 8, "eval_every": 6, "warmup_ratio": 0.0, "dropout": 0.0}
+FAST = {"lr": 2e-3, "batch_size": 16, "epochs": 8, "eval_every": 6, "warmup_ratio": 0.0, "dropout": 0.0, "max_length": 64}
 
 
 def write_settings(path: Path, task_type: str, finetune: dict | None = None, **task_extra) -> Path:
@@ -354,9 +349,7 @@ def test_grid_is_chosen_on_dev(tmp_path, bert):
 
 def test_folds_and_steps_fixed_on_the_selection_fold(tmp_path, bert):
     task_dir = write_task(tmp_path, "relation", folds=3)
-    extra = {"folds": 3, "selection_fold": 0,
-             "splits": {"train": "{fold}/train.tsv", "dev": "{fold}/dev.tsv", "test": "{fold}/test.tsv"}}
-    settings = write_settings(tmp_path / "s.yaml", "relation", {"patience": 2}, **extra)
+    settings = write_settings(tmp_path / "s.yaml", "relation", {"patience": 2}, folds=3)
     common = ["--settings", str(settings), "--model", str(bert), "--task-dir", str(task_dir), "--seed", "3"]
     main([*common, "--fold", "0", "--out", str(tmp_path / "f0")])
     chosen = json.loads((tmp_path / "f0" / "metrics.json").read_text())

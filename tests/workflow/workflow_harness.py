@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
@@ -61,3 +63,18 @@ def planned_jobs(output: str) -> dict[str, int]:
                     counts[parts[0]] = int(parts[1])
             break
     return counts
+
+
+def planned_after(workdir: Path, change, *args: str) -> tuple[dict, dict[str, int]]:
+    """The edited config and the job counts of a dry run after `change(cfg)` edits it (restored afterwards)."""
+    config = workdir / "config.yaml"
+    original = config.read_text()
+    cfg = yaml.safe_load(original)
+    change(cfg)
+    config.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    try:
+        result = run_demo(workdir, "-n", "--quiet", "rules", *args)
+    finally:
+        config.write_text(original)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return cfg, planned_jobs(result.stdout + result.stderr)

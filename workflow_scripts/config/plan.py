@@ -12,12 +12,17 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from ..pack.keys import packed_subdir
+from .. import paths
+from ..corpus.settings import CorpusSettings, parse_view
+from ..distill.settings import DistillModelSettings
+from ..finetune.settings import FinetuneModel, FinetuneRunSettings, FinetuneTask
+from ..pretrain.settings import PretrainModelSettings
+from ..report.settings import ReportSettings
+from ..tasks.spec import PrepareTaskSettings
+from ..vocab.settings import TrainVocabSettings
 from .restricted import restricted as restricted_marks
-from .study import ModelEntry, Study
-from ..typed import to_dict
-
-RESULTS = "results"
+from .study import Study
+from ..typed import parse, to_dict, view
 
 
 @dataclass(frozen=True)
@@ -91,11 +96,11 @@ def corpus_downloads(study: Study, corpus: str) -> list[RawFile]:
 
 
 def raw_path(corpus: str, name: str) -> str:
-    return f"{RESULTS}/raw/{corpus}/{name}"
+    return paths.RAW.format(corpus=corpus, file=name)
 
 
 def parsed_path(corpus: str, name: str) -> str:
-    return f"{RESULTS}/parsed/{corpus}/{name}.parquet"
+    return paths.PARSED.format(corpus=corpus, file=name)
 
 
 def parse_extra_inputs(study: Study, corpus: str, name: str) -> dict[str, str]:
@@ -124,15 +129,15 @@ def cloud_corpora(study: Study) -> list[str]:
 
 
 def corpus_dir(corpus: str) -> str:
-    return f"{RESULTS}/corpus/{corpus}"
+    return paths.CORPUS.format(corpus=corpus)
 
 
 def vocab_dir(vocab: str) -> str:
-    return f"{RESULTS}/vocab/{vocab}"
+    return paths.VOCAB.format(vocab=vocab)
 
 
 def task_dir(task: str) -> str:
-    return f"{RESULTS}/tasks/{task}"
+    return paths.TASK.format(task=task)
 
 
 def model_dir(study: Study, name: str) -> str:
@@ -142,7 +147,7 @@ def model_dir(study: Study, name: str) -> str:
         return name  # a local directory or hub id given directly as init
     if m.kind == "external":
         return m.checkpoint or name
-    return f"{RESULTS}/{m.kind}/{name}"
+    return paths.MODEL.format(kind=m.kind, model=name)
 
 
 MODEL_FILES = ("model.safetensors", "config.json", "provenance.json")
@@ -206,7 +211,9 @@ def corpus_shards(study: Study, corpus: str) -> int:
 
 def packed_dir(tokenizer: str, corpus: str, seq_len: int, heldout_fraction: float) -> str:
     """One corpus packed at one length: ``shard~N/`` per corpus shard, and their ``index.json``."""
-    return f"{RESULTS}/packed/{tokenizer}/{corpus}/{packed_subdir(seq_len, heldout_fraction)}"
+    # the fraction as Python writes a float back, so that the path reads back the same value
+    heldout = repr(float(heldout_fraction))
+    return paths.PACKED.format(tokenizer=tokenizer, corpus=corpus, seq_len=seq_len, heldout=heldout)
 
 
 def model_packed(study: Study, model: str) -> list[str]:
@@ -236,7 +243,7 @@ def finetune_runs(study: Study) -> Iterator[tuple[str, str, int, int]]:
 
 
 def run_dir(model: str, task: str, fold: int | str, seed: int | str) -> str:
-    return f"{RESULTS}/finetune/{model}/{task}/fold~{fold}/seed~{seed}"
+    return paths.RUN.format(model=model, task=task, fold=fold, seed=seed)
 
 
 def run_metrics(study: Study, *, task: str | None = None, model: str | None = None) -> list[str]:
@@ -301,54 +308,62 @@ def task_directories(study: Study) -> list[str]:
     )
 
 
-# Resolved settings handed to each step (written to results/configs/... by local rules).
+# Resolved settings handed to each step (written to results/configs/... by local rules): each is
+# ``to_dict`` of the very dataclass the step loads, so a file changes only when a value the step
+# reads changes, and Snakemake reruns only that step and what depends on it.
+
+
+def _corpus(study: Study, corpus: str) -> CorpusSettings:
+    restricted = corpus in restricted_marks(study).corpora
+    return view(CorpusSettings, study.corpora[corpus], name=corpus, restricted=restricted)
 
 
 def corpus_settings(study: Study, corpus: str) -> dict[str, Any]:
-    c = study.corpora[corpus]
-    return {
-        "corpus": {
-            "name": corpus,
-            "type": c.type,
-            "shards": c.shards,
-            "restricted": corpus in restricted_marks(study).corpora,
-            "clean": to_dict(c.clean),
-        }
-    }
+    """What building the corpus reads (its filters)."""
+    return {"corpus": to_dict(_corpus(study, corpus))}
+
+
+def parse_settings(study: Study, corpus: str) -> dict[str, Any]:
+    """What downloading and parsing its raw files read: a filter change leaves them alone."""
+    return {"corpus": to_dict(parse_view(_corpus(study, corpus)))}
 
 
 def vocab_settings(study: Study, vocab: str) -> dict[str, Any]:
-    return {"vocab": {"name": vocab, "train": to_dict(study.vocabularies[vocab].train)}}
+    return {"vocab": to_dict(TrainVocabSettings(name=vocab, train=study.vocabularies[vocab].train))}
 
 
 def model_settings(study: Study, model: str) -> dict[str, Any]:
     m = study.models[model]
-    return {"model": {"name": model, m.kind: to_dict(getattr(m, m.kind))}}
+    cls = PretrainModelSettings if m.kind == "pretrain" else DistillModelSettings
+    return {"model": to_dict(view(cls, m, name=model))}
 
 
 def task_settings(study: Study, task: str) -> dict[str, Any]:
-    return {"task": to_dict(study.resolved_tasks[task].spec)}
+    spec = study.resolved_tasks[task].spec
+    return {"task": to_dict(view(PrepareTaskSettings, spec, restricted=task in restricted_marks(study).tasks))}
 
 
 def finetune_settings(study: Study, model: str, task: str) -> dict[str, Any]:
     rt = study.resolved_tasks[task]
     marks = restricted_marks(study)
-    return {
-        "model": {"name": model, "restricted": model in marks.models},
-        "task": {**to_dict(rt.spec), "restricted": task in marks.tasks},
-        "finetune": to_dict(rt.finetune),
-    }
+    settings = FinetuneRunSettings(
+        model=FinetuneModel(name=model, restricted=model in marks.models),
+        task=view(FinetuneTask, rt.spec, restricted=task in marks.tasks),
+        finetune=rt.finetune,
+    )
+    return to_dict(settings)
 
 
 def report_settings(study: Study, workflow_root: str) -> dict[str, Any]:
-    """Settings of the tables and plots; relative reference CSV paths are taken from the workflow,
+    """Settings of the tables and plots (the only step that reads labels, domains, benchmarks, reference
+    names and the aggregation); relative reference CSV paths are taken from the workflow,
     ``workflow_root`` (best relative to the run directory, so that a moved checkout changes nothing)."""
     marks = restricted_marks(study)
     models = {
         name: {
             "display": m.display or name,
             "kind": m.kind,
-            "published": {"lewis": m.published.get("lewis"), "blurb": m.published.get("blurb")},
+            "published": to_dict(m.published),
             "restricted": name in marks.models,
         }
         for name, m in study.models.items()
@@ -373,7 +388,7 @@ def report_settings(study: Study, workflow_root: str) -> dict[str, Any]:
         {"model": m, "task": t, "fold": f, "seed": s, "metrics": f"{run_dir(m, t, f, s)}/metrics.json"}
         for m, t, f, s in finetune_runs(study)
     ]
-    return {
+    data = {
         "models": models,
         "tasks": tasks,
         "runs": runs,
@@ -391,3 +406,4 @@ def report_settings(study: Study, workflow_root: str) -> dict[str, Any]:
         "restricted_models": sorted(marks.models),
         "restricted_vocabularies": sorted(marks.vocabularies),
     }
+    return to_dict(parse(ReportSettings, data, "report settings"))

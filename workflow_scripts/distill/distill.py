@@ -29,7 +29,7 @@ from ..pretrain.loop import Job
 from ..pretrain.model import MLMObjective, build_model, check_vocab, load_pretrained
 from ..pretrain.engine import data_inputs, execute, flops_fn, open_data, resume_digest, training_key
 from .objective import DistillObjective
-from .settings import DistillEntry, DistillSettings
+from .settings import DistillModelSettings, DistillSettings
 from .student import check_embedding_rows, freeze, from_teacher_layers, layer_map, same_vocabulary, teacher_layers
 
 log = logging.getLogger(__name__)
@@ -70,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     started = provenance.now()
     args = parse_args(argv)
     hf_logging.disable_progress_bar()
-    entry = load_settings(args.settings, DistillEntry, "model")
+    entry = load_settings(args.settings, DistillModelSettings, "model")
     s, where = entry.distill, f"{args.settings}:model.distill"
     if s.num_threads:
         torch.set_num_threads(s.num_threads)

@@ -48,7 +48,7 @@ from .. import provenance
 from ..atomic import atomic_file, write_json
 from ..cli import run
 from ..corpus.pmc import classify_licence
-from ..corpus.settings import load
+from ..corpus.settings import load_parse
 from ..errors import PipelineError
 from ..progress import progress
 from .checksums import file_digest
@@ -193,7 +193,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--retries", type=int, default=5, help="attempts after the first, with back-off")
     args = ap.parse_args(argv)
     started = provenance.now()
-    settings = load(args.settings)
+    settings = load_parse(args.settings)
     if settings.type != "pmc":
         raise PipelineError(f"{args.settings}: the cloud layout applies to pmc corpora, not {settings.type}")
     counts = fetch_batch(args.inventory, args.url, args.batch, args.batches, args.out,

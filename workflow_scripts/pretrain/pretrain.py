@@ -33,7 +33,7 @@ from . import electra
 from .loop import Job
 from .model import MLMObjective, build_model, check_vocab, load_pretrained
 from .engine import Data, data_inputs, execute, flops_fn, open_data, resume_digest, training_key
-from .settings import ModelEntry, PretrainSettings
+from .settings import PretrainModelSettings, PretrainSettings
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     started = provenance.now()
     args = parse_args(argv)
     hf_logging.disable_progress_bar()
-    entry = load_settings(args.settings, ModelEntry, "model")
+    entry = load_settings(args.settings, PretrainModelSettings, "model")
     s = entry.pretrain
     if s.num_threads:
         torch.set_num_threads(s.num_threads)

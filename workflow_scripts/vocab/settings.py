@@ -71,6 +71,6 @@ class VocabSettings:
 
 
 @dataclass
-class VocabStage:
+class TrainVocabSettings:
     name: str = _help("Name of the vocabulary (its directory under results/vocab).")
     train: VocabSettings = _help("How the vocabulary is learned.", default_factory=VocabSettings)

@@ -24,7 +24,7 @@ from ..typed import load_settings, to_dict
 from ..errors import PipelineError
 from ..progress import progress
 from .sample import Sample, count_distinct_words, iter_texts, plan_sample
-from .settings import VocabSettings, VocabStage
+from .settings import VocabSettings, TrainVocabSettings
 
 log = logging.getLogger(__name__)
 CHECK_DOCUMENTS = 200
@@ -86,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     started = provenance.now()
-    stage = load_settings(args.settings, VocabStage, "vocab")
+    stage = load_settings(args.settings, TrainVocabSettings, "vocab")
     settings = stage.train
     # tokenizers sizes its thread pool from this on first use.
     os.environ["RAYON_NUM_THREADS"] = str(settings.threads)
