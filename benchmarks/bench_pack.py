@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import platform
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -42,18 +43,31 @@ texts = [t for s in shards for t in pq.read_table(s, columns=["text"])["text"].t
 mb = sum(len(t.encode()) for t in texts) / 1e6
 runs = {"plain": [], "pack": []}
 tokens = 0
-for _ in range(repeats):
+
+
+def plain():
     tok = AutoTokenizer.from_pretrained(vocab)  # each contender starts with a cold tokenizer cache
     c0, w0 = time.process_time(), time.perf_counter()
     for i in range(0, len(texts), 1024):
         tok(texts[i:i + 1024], add_special_tokens=False)
-    runs["plain"].append((time.process_time() - c0, time.perf_counter() - w0))
+    return time.process_time() - c0, time.perf_counter() - w0
+
+
+def pack():
+    global tokens
     tok = AutoTokenizer.from_pretrained(vocab)
     with tempfile.TemporaryDirectory() as d:
         c0, w0 = time.process_time(), time.perf_counter()
         metas = [pack_shard(s, tok, seq_len, 0.01, Path(d) / s.stem) for s in shards]
-        runs["pack"].append((time.process_time() - c0, time.perf_counter() - w0))
+        took = time.process_time() - c0, time.perf_counter() - w0
     tokens = sum(sum(m["tokens"].values()) for m in metas)
+    return took
+
+
+for r in range(repeats):
+    # alternate who goes first, so that a drift in the machine's load favours neither
+    for name, fn in ((("plain", plain), ("pack", pack)) if r % 2 == 0 else (("pack", pack), ("plain", plain))):
+        runs[name].append(fn())
 print(json.dumps({"megabytes": mb, "documents": len(texts), "tokens": tokens, "runs": runs}))
 """
 
@@ -65,14 +79,15 @@ def measure(vocab: Path, corpus: str, threads: int, repeats: int, seq_len: int) 
                          env=env, capture_output=True, text=True, check=True).stdout
     r = json.loads(out.strip().splitlines()[-1])
     mb = r["megabytes"]
-    # the best of the repeats: the least disturbed by other load
-    best = {k: (min(c for c, _ in v), min(w for _, w in v)) for k, v in r["runs"].items()}
-    per_core = {k: round(mb / c, 3) for k, (c, _) in best.items()}
+    mid = {k: (statistics.median(c for c, _ in v), statistics.median(w for _, w in v)) for k, v in r["runs"].items()}
+    per_core = {k: round(mb / c, 3) for k, (c, _) in mid.items()}
     return {
         "threads": threads, "megabytes": round(mb, 2), "documents": r["documents"], "tokens": r["tokens"],
-        "plain_tokenizer_batch": {"mb_per_cpu_s": per_core["plain"], "mb_per_wall_s": round(mb / best["plain"][1], 3)},
-        "pack_job": {"mb_per_cpu_s": per_core["pack"], "mb_per_wall_s": round(mb / best["pack"][1], 3)},
+        "plain_tokenizer_batch": {"mb_per_cpu_s": per_core["plain"], "mb_per_wall_s": round(mb / mid["plain"][1], 3)},
+        "pack_job": {"mb_per_cpu_s": per_core["pack"], "mb_per_wall_s": round(mb / mid["pack"][1], 3)},
         "ratio_per_core": round(per_core["pack"] / per_core["plain"], 3),
+        # the same ratio within each repeat: both contenders ran back to back under the same load
+        "ratio_per_core_by_repeat": [round(plain / pack, 3) for (plain, _), (pack, _) in zip(r["runs"]["plain"], r["runs"]["pack"])],
         "runs_cpu_wall_s": r["runs"],
     }
 
@@ -82,7 +97,7 @@ def main() -> None:
     parser.add_argument("--megabytes", type=float, default=40.0, help="size of the synthetic corpus")
     parser.add_argument("--shard-mb", type=float, default=40.0, help="text per shard, i.e. per pack job")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seq-len", type=int, default=128)
     parser.add_argument("--out", default=str(ROOT / "benchmarks/results/bench_pack.json"))
     args = parser.parse_args()
