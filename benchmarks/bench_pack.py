@@ -87,7 +87,9 @@ def measure(vocab: Path, corpus: str, threads: int, repeats: int, seq_len: int) 
         "pack_job": {"mb_per_cpu_s": per_core["pack"], "mb_per_wall_s": round(mb / mid["pack"][1], 3)},
         "ratio_per_core": round(per_core["pack"] / per_core["plain"], 3),
         # the same ratio within each repeat: both contenders ran back to back under the same load
-        "ratio_per_core_by_repeat": [round(plain / pack, 3) for (plain, _), (pack, _) in zip(r["runs"]["plain"], r["runs"]["pack"])],
+        "ratio_per_core_by_repeat": [
+            round(plain / pack, 3) for (plain, _), (pack, _) in zip(r["runs"]["plain"], r["runs"]["pack"])
+        ],
         "runs_cpu_wall_s": r["runs"],
     }
 

@@ -1,14 +1,15 @@
 """Word starts of byte-level BPE read from the token ids alone, equal to the tokenizer's word ids.
 
 The byte-level pre-tokenizer (GPT-2/RoBERTa) cuts text with the pattern
-``'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+`` and every piece is
-a word; BPE never merges across pieces. Whether two adjacent tokens belong to one piece follows from
-the class (letter, number, other, space, other whitespace) of the last character of the first and the
-first character of the second, looked up in per-vocabulary tables, with three exceptions that need
-more context: a complete contraction (``'s`` ...) always ends its piece; in a run of whitespace the
-last character before a non-space starts a new piece; and a lone ``'`` followed by a token that may
-continue a contraction, or a token whose edge character is split into bytes across tokens, cannot be
-decided from the pair. Documents with such an undecidable pair are encoded again with word ids.
+``'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+`` and each piece is a
+word; BPE never merges across pieces. So two adjacent tokens share a piece iff the pattern joins the
+last character of the first to the first character of the second: same class (letter, number,
+other), or a single space before content. Per-vocabulary tables give those edge classes (probed
+with the pre-tokenizer itself); the stream adds the context the pair lacks: a complete contraction
+(``'s`` ...) ends its piece, a whitespace character alone starts one iff content follows it, and a
+character whose bytes BPE left in several tokens is read from its neighbours. A lone ``'`` before a
+letter a contraction could go on with, after a letter or at a start, stays undecided (a vocabulary
+with ``'s`` merged never shows it): those documents are encoded again with word ids.
 """
 
 from __future__ import annotations
@@ -43,7 +44,11 @@ def applies(backend) -> bool:
 
 
 def _utf8_length(lead: int) -> int:
-    return 1 if lead < 0x80 else 2 if 0xC2 <= lead < 0xE0 else 3 if 0xE0 <= lead < 0xF0 else 4 if 0xF0 <= lead < 0xF5 else 0
+    """Bytes of the UTF-8 character a byte leads (0: not a valid lead byte)."""
+    for size, (low, high) in enumerate(((0x00, 0x80), (0xC2, 0xE0), (0xE0, 0xF0), (0xF0, 0xF5)), start=1):
+        if low <= lead < high:
+            return size
+    return 0
 
 
 class Classifier:
