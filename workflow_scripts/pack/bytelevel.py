@@ -118,7 +118,7 @@ class ByteLevelStarts:
             self.raw[i] = raw
             first[i], last[i] = classify.first(raw), classify.last(raw)
             if first[i] in SPACES:
-                rest = raw[_utf8_length(raw[0]):]
+                rest = raw[_utf8_length(raw[0]) :]
                 second = classify.first(rest) if rest else None
                 spaces[i] = 3 if second is None else -1 if second == UNKNOWN else 2 if second in SPACES else 1
         self.first, self.last = np.array(first, dtype=np.int8), np.array(last, dtype=np.int8)
@@ -138,9 +138,9 @@ class ByteLevelStarts:
         first, last = self.first[ids], self.last[ids]
         # a character whose bytes BPE left in several tokens: read it from the neighbouring tokens
         for k in np.nonzero(first == UNKNOWN)[0]:
-            first[k] = self.classify.first(b"".join(self.raw[i] for i in ids[k:k + 4]))
+            first[k] = self.classify.first(b"".join(self.raw[i] for i in ids[k : k + 4]))
         for k in np.nonzero(last == UNKNOWN)[0]:
-            last[k] = self.classify.last(b"".join(self.raw[i] for i in ids[max(k - 3, 0):k + 1]))
+            last[k] = self.classify.last(b"".join(self.raw[i] for i in ids[max(k - 3, 0) : k + 1]))
         a_last, b_first = last[:-1], first[1:]
         a, b = ids[:-1], ids[1:]
         added = (a_last == ADDED) | (b_first == ADDED)
