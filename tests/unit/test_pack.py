@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -16,10 +17,11 @@ from transformers import AutoTokenizer
 
 from workflow_scripts.config import plan
 from workflow_scripts.config.validate import load_config
+from workflow_scripts.corpus.medline import Citation, document_text, iter_medline
 
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.pack import pack as pack_cli
-from workflow_scripts.pack.encode import Encoder, word_flags
+from workflow_scripts.pack.encode import Encoder, _doc_starts, word_flags
 from workflow_scripts.pack.index import build_index, read_index
 from workflow_scripts.pack.local import index_paths, pack_corpora
 from workflow_scripts.pack.pack import pack_shard
@@ -27,6 +29,26 @@ from workflow_scripts.pack import format as packfmt
 from workflow_scripts.pretrain import data as pdata
 
 import pretrain_fixtures as fx
+
+ROOT = Path(__file__).resolve().parents[2]
+REAL = Path(os.environ["REAL_DATA_DIR"]) if os.environ.get("REAL_DATA_DIR") else None
+# what the byte-level pattern treats specially: contractions, runs of whitespace, characters of several
+# bytes and classes, added tokens written in the text, empty and whitespace-only documents
+TRICKY = [
+    "Crohn's disease isn't rare; they'll say we've seen it, I'm sure he'd agree you're right.",
+    "3'-UTR and 5' end, l'sat, ''s, .'s, 's start 'res 'systemic' ('treated')",
+    "a  b   c\n\nd \n e\t\tf  \n",
+    " leading space",
+    "trailing spaces   ",
+    "\u00a0nbsp\u2009thin x\u3000y  \u00a0 z",
+    "α-helix β2 µg/ml at 37 °C ± 5 × 10⁻³, naïve café, 中文 日本語 😀 e\u0301 Ω≥≤",
+    "IL6 IL-6 p<0.05 1,000.5 ½ ² CD4+CD25+ [**Name**] ____",
+    "foo<mask>bar  <s> x </s>",
+    "",
+    "   ",
+    "'",
+    "x'",
+]
 
 
 @pytest.fixture(scope="module")
@@ -175,3 +197,52 @@ def test_models_share_packs_and_continual_models_pack_with_their_checkpoints_tok
     assert plan.model_packed(study, "ours-base-pm-m3") == [
         f"results/packed/model~roberta-base/{c}/seq~512/heldout~0.01/index.json" for c in ("pubmed", "pmc", "mimic")
     ]
+
+
+def _word_id_flags(tok, texts):
+    """WORD_START/CONTINUATION by the tokenizer's word ids, document by document: the pack format's definition."""
+    flags = []
+    for text in texts:
+        words = tok([text], add_special_tokens=False).word_ids(0)
+        flags += [pdata.WORD_START if i == 0 or w != words[i - 1] else pdata.CONTINUATION for i, w in enumerate(words)]
+    return np.array(flags, dtype=np.uint8)
+
+
+def _texts(source):
+    if source == "real":
+        if REAL is None:
+            pytest.skip("REAL_DATA_DIR is not set")
+        records = iter_medline(REAL / "medline" / "medline16n0902.xml.gz")
+        return [document_text(c) for c in records if isinstance(c, Citation)]
+    records = iter_medline(ROOT / "demo/raw_source/pubmed/baseline/pubmed26n0001.xml.gz")
+    notes = pd.read_csv(ROOT / "demo/raw_source/mimic/NOTEEVENTS.csv.gz")["TEXT"].tolist()
+    return [document_text(c) for c in records if isinstance(c, Citation)] + notes
+
+
+@pytest.mark.parametrize("source", ["demo", "real"])
+@pytest.mark.parametrize("vocab_size", [300, 3000])
+def test_byte_level_word_starts_from_ids_equal_the_word_ids(tmp_path, source, vocab_size):
+    texts = _texts(source) + TRICKY
+    tok = AutoTokenizer.from_pretrained(fx.make_bpe(tmp_path / "bpe", texts, vocab_size))
+    encoder = Encoder(tok)
+    assert encoder.pieces is not None
+    expected = _word_id_flags(tok, texts)
+    enc = encoder.encode(texts)
+    assert np.array_equal(enc.flags, expected)
+    # the rule alone, before the documents it leaves undecided are encoded again with word ids
+    starts, undecided = encoder.pieces.boundaries(enc.ids, _doc_starts(enc.lengths, len(enc.ids)))
+    doc_of = np.repeat(np.arange(len(texts)), enc.lengths)
+    redone = np.unique(doc_of[undecided])
+    decided = ~np.isin(doc_of, redone)
+    assert np.array_equal(starts[decided], expected[decided] == pdata.WORD_START)
+    assert len(redone) < 0.15 * len(texts)
+    # a vocabulary too small to hold "'s" leaves contractions undecided: those documents take the word ids
+    assert len(redone) > 0 or vocab_size > 300
+
+
+@pytest.mark.parametrize("source", ["demo", "real"])
+def test_wordpiece_word_starts_by_spelling_equal_the_word_ids(tmp_path, source):
+    texts = _texts(source) + TRICKY
+    tok = AutoTokenizer.from_pretrained(fx.make_wordpiece(tmp_path / "wp", texts, 2000))
+    enc = Encoder(tok).encode(texts)
+    assert np.array_equal(enc.flags, _word_id_flags(tok, texts))
