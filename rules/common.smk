@@ -5,7 +5,7 @@ import shlex
 import sys
 
 from workflow_scripts import paths
-from workflow_scripts.config import plan
+from workflow_scripts.config import plan, step_settings
 from workflow_scripts.config.launch import launch_command
 from workflow_scripts.config.resources import MODEL_RULES, snakemake_resources
 from workflow_scripts.config.validate import load_config
@@ -85,7 +85,7 @@ wildcard_constraints:
 corpus_files = functools.cache(lambda corpus: plan.corpus_files(STUDY, corpus))
 fetch_table = functools.cache(lambda corpus: plan.fetch_table(STUDY, corpus))
 finetune_settings = functools.cache(
-    lambda model, task: plan.finetune_settings(STUDY, model, task)
+    lambda model, task: step_settings.finetune_settings(STUDY, model, task)
 )
 model_marker = functools.cache(lambda model: plan.model_marker(STUDY, model))
 model_dir = functools.cache(lambda model: plan.model_dir(STUDY, model))

@@ -9,7 +9,7 @@ rule parse_settings:
     log:
         "results/logs/parse_settings/{corpus}.log",
     params:
-        settings=lambda wildcards: plan.parse_settings(STUDY, wildcards.corpus),
+        settings=lambda wildcards: step_settings.parse_settings(STUDY, wildcards.corpus),
     run:
         write_settings(output[0], params.settings)
 
@@ -20,7 +20,7 @@ rule corpus_settings:
     log:
         "results/logs/corpus_settings/{corpus}.log",
     params:
-        settings=lambda wildcards: plan.corpus_settings(STUDY, wildcards.corpus),
+        settings=lambda wildcards: step_settings.corpus_settings(STUDY, wildcards.corpus),
     run:
         write_settings(output[0], params.settings)
 

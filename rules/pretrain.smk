@@ -8,7 +8,7 @@ rule model_settings:
     log:
         "results/logs/model_settings/{model}.log",
     params:
-        settings=lambda wildcards: plan.model_settings(STUDY, wildcards.model),
+        settings=lambda wildcards: step_settings.model_settings(STUDY, wildcards.model),
     run:
         write_settings(output[0], params.settings)
 

@@ -12,7 +12,7 @@ rule report_settings:
     log:
         "results/logs/report_settings.log",
     params:
-        settings=plan.report_settings(STUDY, WORKFLOW_ROOT),
+        settings=step_settings.report_settings(STUDY, WORKFLOW_ROOT),
     run:
         write_settings(output[0], params.settings)
 

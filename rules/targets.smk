@@ -9,7 +9,7 @@ localrules:
 
 
 full_report_settings = functools.cache(
-    lambda: plan.report_settings(STUDY, WORKFLOW_ROOT)
+    lambda: step_settings.report_settings(STUDY, WORKFLOW_ROOT)
 )
 TASK_TABLES = expand(
     "results/tables/task~{{task}}/{table}.{ext}",

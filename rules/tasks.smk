@@ -8,7 +8,7 @@ rule task_settings:
     log:
         "results/logs/task_settings/{task}.log",
     params:
-        settings=lambda wildcards: plan.task_settings(STUDY, wildcards.task),
+        settings=lambda wildcards: step_settings.task_settings(STUDY, wildcards.task),
     run:
         write_settings(output[0], params.settings)
 

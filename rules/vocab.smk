@@ -8,7 +8,7 @@ rule vocab_settings:
     log:
         "results/logs/vocab_settings/{vocab}.log",
     params:
-        settings=lambda wildcards: plan.vocab_settings(STUDY, wildcards.vocab),
+        settings=lambda wildcards: step_settings.vocab_settings(STUDY, wildcards.vocab),
     run:
         write_settings(output[0], params.settings)
 

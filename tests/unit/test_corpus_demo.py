@@ -143,14 +143,14 @@ def test_demo_mimic_corpus_is_restricted(tmp_path, placeholders, dropped, docume
 def test_demo_pmc_as_the_workflow_builds_it(tmp_path):
     """demo/config.yaml's settings and file list, as the rules pass them: all licences kept;
     article 7 is retracted in its XML and article 4 only in the file list."""
-    from workflow_scripts.config import plan
+    from workflow_scripts.config import plan, step_settings
     from workflow_scripts.config.validate import load_config
 
     study = load_config(yaml.safe_load((ROOT / "demo" / "config.yaml").read_text()),
                         ROOT / "schemas" / "config.schema.yaml")
     [package] = [f.name for f in plan.corpus_files(study, "pmc")]
     listed = plan.parse_extra_inputs(study, "pmc", package)["filelist"]
-    settings = plan.corpus_settings(study, "pmc")["corpus"]
+    settings = step_settings.corpus_settings(study, "pmc")["corpus"]
     stats = _corpus(tmp_path, "pmc", "pmc", [RAW / "pmc" / package], settings["shards"], settings["clean"],
                     ("--filelist", str(RAW / "pmc" / Path(listed).name)))
     assert stats["input"]["documents"] == 20
