@@ -204,7 +204,7 @@ def _word_id_flags(tok, texts):
     flags = []
     for text in texts:
         words = tok([text], add_special_tokens=False).word_ids(0)
-        flags += [pdata.WORD_START if i == 0 or w != words[i - 1] else pdata.CONTINUATION for i, w in enumerate(words)]
+        flags += [packfmt.WORD_START if i == 0 or w != words[i - 1] else packfmt.CONTINUATION for i, w in enumerate(words)]
     return np.array(flags, dtype=np.uint8)
 
 
@@ -234,7 +234,7 @@ def test_byte_level_word_starts_from_ids_equal_the_word_ids(tmp_path, source, vo
     doc_of = np.repeat(np.arange(len(texts)), enc.lengths)
     redone = np.unique(doc_of[undecided])
     decided = ~np.isin(doc_of, redone)
-    assert np.array_equal(starts[decided], expected[decided] == pdata.WORD_START)
+    assert np.array_equal(starts[decided], expected[decided] == packfmt.WORD_START)
     assert len(redone) < 0.15 * len(texts)
     # a vocabulary too small to hold "'s" leaves contractions undecided: those documents take the word ids
     assert len(redone) > 0 or vocab_size > 300
