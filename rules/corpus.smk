@@ -20,7 +20,9 @@ rule corpus_settings:
     log:
         "results/logs/corpus_settings/{corpus}.log",
     params:
-        settings=lambda wildcards: step_settings.corpus_settings(STUDY, wildcards.corpus),
+        settings=lambda wildcards: step_settings.corpus_settings(
+            STUDY, wildcards.corpus
+        ),
     run:
         write_settings(output[0], params.settings)
 
