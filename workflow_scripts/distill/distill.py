@@ -27,7 +27,7 @@ from ..errors import PipelineError
 from ..pretrain import dist as distributed
 from ..pretrain.loop import Job
 from ..pretrain.model import MLMObjective, build_model, check_vocab, load_pretrained
-from ..pretrain.engine import data_inputs, execute, flops_fn, open_data, resume_digest, training_key
+from ..pretrain.engine import add_data_arguments, data_inputs, execute, flops_fn, open_data, resume_digest, training_key
 from .objective import DistillObjective
 from .settings import DistillModelSettings, DistillSettings
 from .student import check_embedding_rows, freeze, from_teacher_layers, layer_map, same_vocabulary, teacher_layers
@@ -39,11 +39,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--settings", required=True, help="YAML with top-level key 'model: {name, distill}'")
     ap.add_argument("--teacher", required=True, help="teacher checkpoint directory (or hub id)")
-    data = ap.add_mutually_exclusive_group(required=True)
-    data.add_argument("--packed", nargs="+", action="extend",
-                      help="index.json of packed corpora (the pack stage), one per corpus and sequence length")
-    data.add_argument("--corpus", nargs="+", action="extend",
-                      help="corpus directories (shard~N.parquet), packed under <out>/packed first (runs by hand)")
+    add_data_arguments(ap)
     ap.add_argument("--init", help="student checkpoint directory for student.init: model")
     ap.add_argument("--out", required=True, help="output student directory")
     ap.add_argument("--stop-after", type=int, default=None, help=argparse.SUPPRESS)

@@ -32,7 +32,7 @@ from . import dist as distributed
 from . import electra
 from .loop import Job
 from .model import MLMObjective, build_model, check_vocab, load_pretrained
-from .engine import Data, data_inputs, execute, flops_fn, open_data, resume_digest, training_key
+from .engine import Data, add_data_arguments, data_inputs, execute, flops_fn, open_data, resume_digest, training_key
 from .settings import PretrainModelSettings, PretrainSettings
 
 log = logging.getLogger(__name__)
@@ -41,11 +41,7 @@ log = logging.getLogger(__name__)
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--settings", required=True, help="YAML with top-level key 'model: {name, pretrain}'")
-    data = ap.add_mutually_exclusive_group(required=True)
-    data.add_argument("--packed", nargs="+", action="extend",
-                      help="index.json of packed corpora (the pack stage), one per corpus and sequence length")
-    data.add_argument("--corpus", nargs="+", action="extend",
-                      help="corpus directories (shard~N.parquet), packed under <out>/packed first (runs by hand)")
+    add_data_arguments(ap)
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--tokenizer", help="tokenizer directory: train from scratch with this vocabulary")
     src.add_argument("--init", help="checkpoint directory (or hub id) to continue pretraining, keeping its vocabulary")
