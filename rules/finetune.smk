@@ -39,7 +39,8 @@ rule finetune:
             wildcards.model, wildcards.task, wildcards.fold, wildcards.seed
         ),
     shell:
-        "python -m workflow_scripts.finetune.finetune --settings {input.settings}"
+        "python -m workflow_scripts.preload workflow_scripts.finetune.finetune"
+        " --settings {input.settings}"
         " --model {params.model} --task-dir results/tasks/{wildcards.task}"
         " --fold {wildcards.fold} --seed {wildcards.seed} --out {params.out}"
         " --cache-dir results/cache/finetune {params.steps_from} 2> {log}"

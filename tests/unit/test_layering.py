@@ -108,7 +108,7 @@ def rule_modules(rules_dir: Path) -> dict[str, tuple[str, str]]:
             first, *rest = block.splitlines()
             body = "\n".join(itertools.takewhile(lambda line: not line or line[0].isspace(), rest))
             name = re.match(r"rule (\w+):", first).group(1)
-            module = re.search(rf"-m {PACKAGE}\.([\w.]+)", body)
+            module = re.search(rf"-m {PACKAGE}\.(?:preload {PACKAGE}\.)?([\w.]+)", body)
             if module:
                 found[name] = (smk.stem, module.group(1))
     return found
