@@ -17,8 +17,9 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/pip install --quiet -e ".[dev]"
 	touch $@
 
+# WORKFLOW_PRELOAD: fine-tuning runs fork one interpreter that has imported torch (workflow_scripts/preload.py).
 demo: install
-	snakemake --directory demo --workflow-profile profiles/local
+	WORKFLOW_PRELOAD=1 snakemake --directory demo --workflow-profile profiles/local
 	snakemake --directory demo --workflow-profile profiles/local --report $(CURDIR)/demo/results/report.html
 
 test: install

@@ -32,8 +32,8 @@ from transformers import PreTrainedTokenizerFast
 from transformers.utils import logging as hf_logging
 
 from bench_pretrain import device_name, fill_defaults, release, synthetic_corpus, use_device, wordpiece
-from workflow_scripts.config.typed import parse
-from workflow_scripts.distill import train as distill_cli
+from workflow_scripts.typed import parse
+from workflow_scripts.distill import distill as distill_cli
 from workflow_scripts.pretrain.model import build_model
 from workflow_scripts.pretrain.settings import PretrainSettings
 

@@ -98,17 +98,16 @@ def make_model(directory: Path, rows: list[dict], size: str) -> Path:
 
 
 def run_ours(model: str, task_dir: Path, work: Path, args) -> dict:
-    from workflow_scripts.finetune.run import finetune
-    from workflow_scripts.finetune.settings import resolve
+    from workflow_scripts.finetune.finetune import finetune
+    from workflow_scripts.typed import parse
+    from workflow_scripts.finetune.settings import FinetuneRunSettings
 
     steps = math.ceil(args.examples / 32) * args.epochs
-    settings = resolve({
+    settings = parse(FinetuneRunSettings, {
         "model": {"name": "bench"},
-        "task": {"name": "chemprot-like", "display": "ChemProt-like", "type": "relation", "domain": "pubmed",
-                 "format": "blue_tsv", "source": {"files": {}}, "metric": "micro_f1_excl_negative",
-                 "labels": LABELS, "negative_label": "false", "max_length": 128,
-                 "splits": {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"}},
-        "finetune": {"lr": 5e-5, "batch_size": 32, "epochs": args.epochs, "eval_every": steps,
+        "task": {"name": "chemprot-like", "type": "relation", "metric": "micro_f1_excl_negative",
+                 "labels": LABELS, "negative_label": "false"},
+        "finetune": {"lr": 5e-5, "batch_size": 32, "epochs": args.epochs, "eval_every": steps, "max_length": 128,
                      "num_threads": args.threads, "precision": args.precision, "device": args.device},
     }, "bench")
     metrics = finetune(settings, model, task_dir, 0, 1, work / "ours")

@@ -13,7 +13,7 @@ GPU (BERT-base/large at 128 and 512 in bf16; writes benchmarks/results/pretrain_
 
 Compared for every model x sequence length:
 
-- ours: ``workflow_scripts.pretrain.train`` (dynamic 80/10/10 masking, the output head on masked
+- ours: ``workflow_scripts.pretrain.pretrain`` (dynamic 80/10/10 masking, the output head on masked
   positions only, fused AdamW on GPU), timed from its own train_log.jsonl;
 - trainer: ``transformers.Trainer`` + ``DataCollatorForLanguageModeling(mlm_probability=0.15)``
   on the blocks with their special-tokens mask, as ``run_mlm.py`` sets it up, timed by a callback;
@@ -61,9 +61,9 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 from transformers import DataCollatorForLanguageModeling, PreTrainedTokenizerFast, get_linear_schedule_with_warmup
 from transformers.utils import logging as hf_logging
 
-from workflow_scripts.config.typed import parse
+from workflow_scripts.typed import parse
 from workflow_scripts.pack.index import read_index
-from workflow_scripts.pretrain import train as pretrain_cli
+from workflow_scripts.pretrain import pretrain as pretrain_cli
 from workflow_scripts.pretrain.data import PackedBlocks
 from workflow_scripts.pretrain.loop import peak_tflops
 from workflow_scripts.pretrain.model import build_model, non_embedding_params, train_flops_per_token

@@ -78,7 +78,7 @@ def synthetic_corpus(directory: Path, megabytes: float, seed: int = 0, shard_mb:
 def train(name: str, corpora: list[str], work: Path, threads: int) -> dict:
     settings = work / f"{name}.yaml"
     settings.write_text(yaml.safe_dump({"vocab": {"name": name, "train": {**VOCABS[name], "threads": threads}}}))
-    cmd = [sys.executable, "-m", "workflow_scripts.vocab.train", "--settings", str(settings),
+    cmd = [sys.executable, "-m", "workflow_scripts.vocab.train_vocab", "--settings", str(settings),
            "--corpus", *corpora, "--out", str(work / name)]
     start = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -95,7 +95,7 @@ import json, os, sys, tempfile, time
 from pathlib import Path
 from transformers import AutoTokenizer
 import pyarrow.parquet as pq
-from workflow_scripts.pack.shard import pack_shard
+from workflow_scripts.pack.pack import pack_shard
 vocab, corpora, seq_len = sys.argv[1], sys.argv[2:-1], int(sys.argv[-1])
 tok = AutoTokenizer.from_pretrained(vocab)
 texts = [t for c in corpora for s in sorted(Path(c).glob("shard~*.parquet")) for t in pq.read_table(s, columns=["text"])["text"].to_pylist()]

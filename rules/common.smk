@@ -4,7 +4,8 @@ import re
 import shlex
 import sys
 
-from workflow_scripts.config import plan
+from workflow_scripts import paths
+from workflow_scripts.config import plan, step_settings
 from workflow_scripts.config.launch import launch_command
 from workflow_scripts.config.resources import MODEL_RULES, snakemake_resources
 from workflow_scripts.config.validate import load_config
@@ -32,18 +33,16 @@ BASELINES = plan.baseline_models(STUDY)
 TRAINED_OR_LOADED = [m for m in MODELS if m not in BASELINES]
 EVALUATED = plan.evaluated_models(STUDY)
 PACK_TOKENIZERS = plan.pack_tokenizers(STUDY)
-PACKED_SHARD = (
-    "results/packed/{tokenizer}/{corpus}/seq~{seq_len}/heldout~{heldout}/shard~{shard}"
-)
+PACKED_SHARD = f"{paths.PACKED}/shard~{{shard}}"
 TABLE_NAMES = ["medians", "groups", "blurb"]
 TABLES = expand(
-    "results/tables/{table}.{ext}", table=TABLE_NAMES, ext=["csv", "md", "tex"]
-) + ["results/tables/spread.csv", "results/tables/comparisons.csv"]
-CORPUS_TABLES = expand("results/tables/corpora.{ext}", ext=["csv", "md", "tex"]) + [
-    "results/tables/corpora_stages.csv"
+    f"{paths.TABLES}/{{table}}.{{ext}}", table=TABLE_NAMES, ext=["csv", "md", "tex"]
+) + [f"{paths.TABLES}/spread.csv", f"{paths.TABLES}/comparisons.csv"]
+CORPUS_TABLES = expand(f"{paths.TABLES}/corpora.{{ext}}", ext=["csv", "md", "tex"]) + [
+    f"{paths.TABLES}/corpora_stages.csv"
 ]
 PLOTS = expand(
-    "results/tables/{plot}.png",
+    f"{paths.TABLES}/{{plot}}.png",
     plot=["scores", "pretrain_loss", "pretrain_speed", "vocab_fragmentation"],
 )
 CAPTIONS = "../workflow_scripts/report/captions"
@@ -88,7 +87,7 @@ wildcard_constraints:
 corpus_files = functools.cache(lambda corpus: plan.corpus_files(STUDY, corpus))
 fetch_table = functools.cache(lambda corpus: plan.fetch_table(STUDY, corpus))
 finetune_settings = functools.cache(
-    lambda model, task: plan.finetune_settings(STUDY, model, task)
+    lambda model, task: step_settings.finetune_settings(STUDY, model, task)
 )
 model_marker = functools.cache(lambda model: plan.model_marker(STUDY, model))
 model_dir = functools.cache(lambda model: plan.model_dir(STUDY, model))
@@ -162,8 +161,9 @@ def parsed_inputs(wildcards):
 
 
 def decontamination_inputs(wildcards):
+    """The test texts of the tasks a corpus is decontaminated against (not their cards or settings)."""
     return [
-        f"{plan.task_dir(t)}/data_card.json"
+        f"{plan.task_dir(t)}/test_texts.jsonl"
         for t in STUDY.corpora[wildcards.corpus].decontaminate
     ]
 
@@ -219,7 +219,7 @@ def compare_inputs(wildcards):
 
 def task_raw_inputs(wildcards):
     return [
-        f"results/raw/tasks/{wildcards.task}/{name}"
+        paths.TASK_RAW.format(task=wildcards.task, file=name)
         for name in plan.task_files(STUDY, wildcards.task)
     ]
 
@@ -248,7 +248,7 @@ onstart:
     plugin = workflow.executor_plugin
     if plugin is not None and plugin.name == "slurm":
         from snakemake.exceptions import WorkflowError
-        from workflow_scripts import slurm_partitions
+        from workflow_scripts.config import slurm_partitions
 
         try:
             slurm_partitions.check_jobs(

@@ -1,14 +1,28 @@
 localrules:
+    parse_settings,
     corpus_settings,
+
+
+rule parse_settings:
+    output:
+        paths.PARSE_SETTINGS,
+    log:
+        "results/logs/parse_settings/{corpus}.log",
+    params:
+        settings=lambda wildcards: step_settings.parse_settings(STUDY, wildcards.corpus),
+    run:
+        write_settings(output[0], params.settings)
 
 
 rule corpus_settings:
     output:
-        "results/configs/corpus/{corpus}.yaml",
+        paths.CORPUS_SETTINGS,
     log:
         "results/logs/corpus_settings/{corpus}.log",
     params:
-        settings=lambda wildcards: plan.corpus_settings(STUDY, wildcards.corpus),
+        settings=lambda wildcards: step_settings.corpus_settings(
+            STUDY, wildcards.corpus
+        ),
     run:
         write_settings(output[0], params.settings)
 
@@ -16,11 +30,11 @@ rule corpus_settings:
 rule parse_corpus_file:
     input:
         unpack(parse_extra_inputs),
-        raw="results/raw/{corpus}/{file}",
-        settings="results/configs/corpus/{corpus}.yaml",
+        raw=paths.RAW,
+        settings=paths.PARSE_SETTINGS,
     output:
-        parsed="results/parsed/{corpus}/{file}.parquet",
-        provenance="results/parsed/{corpus}/{file}.parquet.provenance.json",
+        parsed=paths.PARSED,
+        provenance=f"{paths.PARSED}.provenance.json",
     log:
         "results/logs/parse/{corpus}/{file}.log",
     conda:
@@ -33,18 +47,18 @@ rule parse_corpus_file:
             f"--filelist {input.filelist}" if "filelist" in input.keys() else ""
         ),
     shell:
-        "python -m workflow_scripts.corpus.parse --settings {input.settings}"
+        "python -m workflow_scripts.corpus.parse_corpus_file --settings {input.settings}"
         " --in {input.raw} {params.filelist} --out {output.parsed} 2> {log}"
 
 
 rule build_corpus:
     input:
         parsed=parsed_inputs,
-        settings="results/configs/corpus/{corpus}.yaml",
+        settings=paths.CORPUS_SETTINGS,
         tasks=decontamination_inputs,
     output:
-        stats="results/corpus/{corpus}/stats.json",
-        provenance="results/corpus/{corpus}/provenance.json",
+        stats=f"{paths.CORPUS}/stats.json",
+        provenance=f"{paths.CORPUS}/provenance.json",
     log:
         "results/logs/build_corpus/{corpus}.log",
     benchmark:
@@ -58,10 +72,10 @@ rule build_corpus:
         **job_resources("build_corpus"),
     params:
         decontaminate=lambda wildcards, input: " ".join(
-            f"--decontaminate {os.path.dirname(p)}" for p in input.tasks
+            f"--decontaminate {p}" for p in input.tasks
         ),
     shell:
-        "python -m workflow_scripts.corpus.build --settings {input.settings}"
+        "python -m workflow_scripts.corpus.build_corpus --settings {input.settings}"
         " --in {input.parsed} {params.decontaminate}"
         " --out results/corpus/{wildcards.corpus} 2> {log}"
 
@@ -72,8 +86,8 @@ rule build_text_corpus:
             wildcards.corpus, STUDY.corpora[wildcards.corpus].source.files[0]
         ),
     output:
-        stats="results/corpus/{corpus}/stats.json",
-        provenance="results/corpus/{corpus}/provenance.json",
+        stats=f"{paths.CORPUS}/stats.json",
+        provenance=f"{paths.CORPUS}/provenance.json",
     log:
         "results/logs/build_corpus/{corpus}.log",
     wildcard_constraints:
@@ -81,5 +95,5 @@ rule build_text_corpus:
     conda:
         CONDA_ENV
     shell:
-        "python -m workflow_scripts.vocab.text_corpus --in {input.raw}"
+        "python -m workflow_scripts.corpus.build_text_corpus --in {input.raw}"
         " --name {wildcards.corpus} --out results/corpus/{wildcards.corpus} 2> {log}"

@@ -1,7 +1,7 @@
 rule download_corpus_file:
     output:
-        raw="results/raw/{corpus}/{file}",
-        provenance="results/raw/{corpus}/{file}.provenance.json",
+        raw=paths.RAW,
+        provenance=f"{paths.RAW}.provenance.json",
     log:
         "results/logs/download/{corpus}/{file}.log",
     conda:
@@ -16,7 +16,7 @@ rule download_corpus_file:
 
 
 # PMC in the cloud layout: one job per batch selects its articles by their metadata and
-# fetches them (workflow_scripts/download/pmc_cloud.py); the inventory is a corpus file.
+# fetches them (workflow_scripts/download/download_pmc_batch.py); the inventory is a corpus file.
 ruleorder: download_pmc_batch > download_corpus_file
 
 
@@ -25,7 +25,7 @@ rule download_pmc_batch:
         inventory=lambda wildcards: plan.raw_path(
             wildcards.corpus, fetch_table_names(wildcards.corpus)[0]
         ),
-        settings="results/configs/corpus/{corpus}.yaml",
+        settings=paths.PARSE_SETTINGS,
     output:
         batch=directory("results/raw/{corpus}/batch~{batch}"),
         filelist="results/raw/{corpus}/batch~{batch}.filelist.csv",
@@ -44,14 +44,14 @@ rule download_pmc_batch:
             STUDY, wildcards.corpus, int(wildcards.batch)
         ),
     shell:
-        "python -m workflow_scripts.download.pmc_cloud --settings {input.settings}"
+        "python -m workflow_scripts.download.download_pmc_batch --settings {input.settings}"
         " --inventory {input.inventory} {params.args} --out {output.batch} 2> {log}"
 
 
 rule download_task_file:
     output:
-        raw="results/raw/tasks/{task}/{file}",
-        provenance="results/raw/tasks/{task}/{file}.provenance.json",
+        raw=paths.TASK_RAW,
+        provenance=f"{paths.TASK_RAW}.provenance.json",
     log:
         "results/logs/download/tasks/{task}/{file}.log",
     conda:

@@ -4,7 +4,7 @@ localrules:
 
 rule finetune_settings:
     output:
-        "results/configs/finetune/{model}/{task}.yaml",
+        paths.FINETUNE_SETTINGS,
     log:
         "results/logs/finetune_settings/{model}/{task}.log",
     params:
@@ -15,14 +15,14 @@ rule finetune_settings:
 
 rule finetune:
     input:
-        settings="results/configs/finetune/{model}/{task}.yaml",
-        task="results/tasks/{task}/data_card.json",
+        settings=paths.FINETUNE_SETTINGS,
+        task=f"{paths.TASK}/data_card.json",
         model=lambda wildcards: model_marker(wildcards.model),
         selection=selection_run,
     output:
-        metrics="results/finetune/{model}/{task}/fold~{fold}/seed~{seed}/metrics.json",
-        predictions="results/finetune/{model}/{task}/fold~{fold}/seed~{seed}/predictions.jsonl",
-        provenance="results/finetune/{model}/{task}/fold~{fold}/seed~{seed}/provenance.json",
+        metrics=f"{paths.RUN}/metrics.json",
+        predictions=f"{paths.RUN}/predictions.jsonl",
+        provenance=f"{paths.RUN}/provenance.json",
     log:
         "results/logs/finetune/{model}/{task}/fold~{fold}/seed~{seed}.log",
     wildcard_constraints:
@@ -41,7 +41,8 @@ rule finetune:
             wildcards.model, wildcards.task, wildcards.fold, wildcards.seed
         ),
     shell:
-        "python -m workflow_scripts.finetune.run --settings {input.settings}"
+        "python -m workflow_scripts.preload workflow_scripts.finetune.finetune"
+        " --settings {input.settings}"
         " --model {params.model} --task-dir results/tasks/{wildcards.task}"
         " --fold {wildcards.fold} --seed {wildcards.seed} --out {params.out}"
         " --cache-dir results/cache/finetune {params.steps_from} 2> {log}"

@@ -26,7 +26,7 @@ rule pack:
         tokenizer=lambda wildcards: shlex.quote(PACK_TOKENIZERS[wildcards.tokenizer]),
         out=lambda wildcards, output: os.path.dirname(output.meta),
     shell:
-        "python -m workflow_scripts.pack.shard"
+        "python -m workflow_scripts.pack.pack"
         " --shard results/corpus/{wildcards.corpus}/shard~{wildcards.shard}.parquet"
         " --tokenizer {params.tokenizer} --seq-len {wildcards.seq_len}"
         " --heldout-fraction {wildcards.heldout} --threads {threads} --out {params.out} 2> {log}"

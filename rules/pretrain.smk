@@ -4,11 +4,11 @@ localrules:
 
 rule model_settings:
     output:
-        "results/configs/models/{model}.yaml",
+        paths.MODEL_SETTINGS,
     log:
         "results/logs/model_settings/{model}.log",
     params:
-        settings=lambda wildcards: plan.model_settings(STUDY, wildcards.model),
+        settings=lambda wildcards: step_settings.model_settings(STUDY, wildcards.model),
     run:
         write_settings(output[0], params.settings)
 
@@ -17,12 +17,12 @@ rule model_settings:
 # and training_state/ beside them must survive so that a rerun resumes.
 rule pretrain:
     input:
-        settings="results/configs/models/{model}.yaml",
+        settings=paths.MODEL_SETTINGS,
         upstream=model_inputs,
     output:
-        model=protected("results/pretrain/{model}/model.safetensors"),
-        config="results/pretrain/{model}/config.json",
-        provenance="results/pretrain/{model}/provenance.json",
+        model=protected(f"{paths.PRETRAINED}/model.safetensors"),
+        config=f"{paths.PRETRAINED}/config.json",
+        provenance=f"{paths.PRETRAINED}/provenance.json",
     log:
         "results/logs/pretrain/{model}.log",
     benchmark:
@@ -39,5 +39,5 @@ rule pretrain:
         packed=packed_args,
         source=lambda wildcards: plan.model_source_args(STUDY, wildcards.model),
     shell:
-        "{params.launch} -m workflow_scripts.pretrain.train --settings {input.settings}"
+        "{params.launch} -m workflow_scripts.pretrain.pretrain --settings {input.settings}"
         " {params.packed} {params.source} --out results/pretrain/{wildcards.model} 2> {log}"

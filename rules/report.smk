@@ -3,22 +3,23 @@ localrules:
     tables,
     plots,
     corpus_table,
+    heldout_table,
 
 
 rule report_settings:
     output:
-        "results/configs/report.yaml",
+        paths.REPORT_SETTINGS,
     log:
         "results/logs/report_settings.log",
     params:
-        settings=plan.report_settings(STUDY, WORKFLOW_ROOT),
+        settings=step_settings.report_settings(STUDY, WORKFLOW_ROOT),
     run:
         write_settings(output[0], params.settings)
 
 
 rule tables:
     input:
-        settings="results/configs/report.yaml",
+        settings=paths.REPORT_SETTINGS,
         runs=all_run_metrics(),
     output:
         with_captions(TABLES),
@@ -39,13 +40,13 @@ rule tables:
 
 rule plots:
     input:
-        settings="results/configs/report.yaml",
+        settings=paths.REPORT_SETTINGS,
         runs=all_run_metrics(),
         models=[
             f"{plan.model_dir(STUDY, m)}/provenance.json"
             for m in PRETRAINED + DISTILLED
         ],
-        diagnostics=expand("results/vocab/{vocab}/diagnostics.json", vocab=VOCABS),
+        diagnostics=expand(f"{paths.VOCAB}/diagnostics.json", vocab=VOCABS),
     output:
         with_captions(PLOTS),
         provenance="results/tables/plots.provenance.json",
@@ -72,5 +73,40 @@ rule corpus_table:
     params:
         corpora=plan.corpus_args(CORPORA),
     shell:
-        "python -m workflow_scripts.report.corpora {params.corpora}"
+        "python -m workflow_scripts.report.corpus_table {params.corpora}"
         " --published {input.published} --out results/tables 2> {log}"
+
+
+# Held-out MLM loss of every distilled student beside its teacher and its "train longer"
+# control (Lewis et al. §7), all evaluated on the same held-out blocks with the same masks.
+HELDOUT_MODELS = list(
+    dict.fromkeys(
+        m
+        for s in DISTILLED
+        for m in (STUDY.models[s].teacher, s)
+        if STUDY.models[m].kind != "external"
+    )
+)
+HELDOUT_TABLES = ["results/tables/heldout_mlm.csv", "results/tables/heldout_mlm.md"]
+
+
+rule heldout_table:
+    input:
+        models=[f"{model_dir(m)}/provenance.json" for m in HELDOUT_MODELS],
+    output:
+        csv="results/tables/heldout_mlm.csv",
+        md=report(
+            "results/tables/heldout_mlm.md",
+            caption=f"{CAPTIONS}/heldout_mlm.rst",
+            category="Tables",
+        ),
+        provenance="results/tables/heldout_mlm.provenance.json",
+    log:
+        "results/logs/heldout_table.log",
+    conda:
+        CONDA_ENV
+    params:
+        models=[model_dir(m) for m in HELDOUT_MODELS],
+    shell:
+        "python -m workflow_scripts.report.heldout_table --model {params.models}"
+        " --out results/tables 2> {log}"

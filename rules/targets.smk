@@ -9,7 +9,7 @@ localrules:
 
 
 full_report_settings = functools.cache(
-    lambda: plan.report_settings(STUDY, WORKFLOW_ROOT)
+    lambda: step_settings.report_settings(STUDY, WORKFLOW_ROOT)
 )
 TASK_TABLES = expand(
     "results/tables/task~{{task}}/{table}.{ext}",
@@ -24,7 +24,7 @@ TASK_TABLES = expand(
 
 rule report_settings_of_task:
     output:
-        "results/configs/report/task~{task}.yaml",
+        paths.TASK_REPORT_SETTINGS,
     log:
         "results/logs/report_settings_of_task/{task}.log",
     params:
@@ -39,7 +39,7 @@ rule report_settings_of_task:
 # be read (beside the published ones) before the rest of the study has finished.
 rule tables_of_task:
     input:
-        settings="results/configs/report/task~{task}.yaml",
+        settings=paths.TASK_REPORT_SETTINGS,
         runs=lambda wildcards: plan.run_metrics(STUDY, task=wildcards.task),
     output:
         TASK_TABLES,

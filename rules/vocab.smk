@@ -4,24 +4,24 @@ localrules:
 
 rule vocab_settings:
     output:
-        "results/configs/vocab/{vocab}.yaml",
+        paths.VOCAB_SETTINGS,
     log:
         "results/logs/vocab_settings/{vocab}.log",
     params:
-        settings=lambda wildcards: plan.vocab_settings(STUDY, wildcards.vocab),
+        settings=lambda wildcards: step_settings.vocab_settings(STUDY, wildcards.vocab),
     run:
         write_settings(output[0], params.settings)
 
 
 rule train_vocab:
     input:
-        settings="results/configs/vocab/{vocab}.yaml",
+        settings=paths.VOCAB_SETTINGS,
         corpora=lambda wildcards: corpus_markers(
             STUDY.vocabularies[wildcards.vocab].corpora
         ),
     output:
-        tokenizer="results/vocab/{vocab}/tokenizer_config.json",
-        provenance="results/vocab/{vocab}/provenance.json",
+        tokenizer=f"{paths.VOCAB}/tokenizer_config.json",
+        provenance=f"{paths.VOCAB}/provenance.json",
     log:
         "results/logs/train_vocab/{vocab}.log",
     benchmark:
@@ -36,17 +36,17 @@ rule train_vocab:
             STUDY.vocabularies[wildcards.vocab].corpora
         ),
     shell:
-        "python -m workflow_scripts.vocab.train --settings {input.settings}"
+        "python -m workflow_scripts.vocab.train_vocab --settings {input.settings}"
         " {params.corpora} --out results/vocab/{wildcards.vocab} 2> {log}"
 
 
 rule vocab_diagnostics:
     input:
-        tokenizer="results/vocab/{vocab}/tokenizer_config.json",
+        tokenizer=f"{paths.VOCAB}/tokenizer_config.json",
         tasks=ner_task_inputs,
         compare=compare_inputs,
     output:
-        "results/vocab/{vocab}/diagnostics.json",
+        f"{paths.VOCAB}/diagnostics.json",
     log:
         "results/logs/vocab_diagnostics/{vocab}.log",
     conda:
@@ -57,5 +57,5 @@ rule vocab_diagnostics:
         ),
         compare=compare_args,
     shell:
-        "python -m workflow_scripts.vocab.diagnostics --vocab results/vocab/{wildcards.vocab}"
+        "python -m workflow_scripts.vocab.vocab_diagnostics --vocab results/vocab/{wildcards.vocab}"
         " --name {wildcards.vocab} {params.tasks} {params.compare} --out {output} 2> {log}"

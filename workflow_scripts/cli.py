@@ -10,6 +10,15 @@ from . import diskspace
 from .errors import PipelineError
 
 
+def _module_names(record: logging.LogRecord) -> bool:
+    """Every module logs as ``getLogger(__name__)``; a step run with ``python -m`` shows its module path, not
+    ``__main__``."""
+    if record.name == "__main__":
+        spec = getattr(sys.modules["__main__"], "__spec__", None)
+        record.name = spec.name if spec else record.name
+    return True
+
+
 def run(main: Callable[[Sequence[str] | None], object], argv: Sequence[str] | None = None) -> None:
     """Run a step's ``main``; a PipelineError, or a full disk anywhere in a step (whose atomic
     writes have removed their temporaries), becomes one line on stderr and exit status 2."""
@@ -19,6 +28,8 @@ def run(main: Callable[[Sequence[str] | None], object], argv: Sequence[str] | No
         datefmt="%Y-%m-%d %H:%M:%S",
         stream=sys.stderr,
     )
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(_module_names)
     try:
         main(argv)
     except PipelineError as exc:

@@ -383,37 +383,37 @@ def generate() -> tuple[dict[str, bytes], dict]:
         "demo-ner": _entry(
             "demo-ner", "Demo NER", "ner", "pubmed", "conll", tasks["demo-ner"],
             {"train": "train.tsv", "dev": "devel.tsv", "test": "test.tsv"}, "entity_f1",
-            ["O", "B-Disease", "I-Disease"], max_length=64, expected_counts=counts, hyper=small),
+            ["O", "B-Disease", "I-Disease"], max_length=64, expected_counts=counts, finetune=small),
         "demo-pico": _entry(
             "demo-pico", "Demo PICO", "pico", "pubmed", "ebm_nlp", tasks["demo-pico"],
             {"train": "ebm_nlp_demo.tar.gz/ebm_nlp_demo#train",
              "dev": f"holdout:{SIZES['dev']}:ebm_nlp_demo.tar.gz/ebm_nlp_demo#train",
              "test": "ebm_nlp_demo.tar.gz/ebm_nlp_demo#test/gold"},
             "word_macro_f1", ["O", "PAR", "INT", "OUT"], negative_label="O", max_length=96,
-            expected_counts=counts, hyper=small),
+            expected_counts=counts, finetune=small),
         "demo-re": _entry(
             "demo-re", "Demo RE", "relation", "pubmed", "blue_tsv", tasks["demo-re"],
             {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"}, "micro_f1_excl_negative",
             RE_LABELS, negative_label="false", max_length=64, expected_counts=counts,
-            hyper={**small, "epochs": 8}),
+            finetune={**small, "epochs": 8}),
         "demo-sts": _entry(
             "demo-sts", "Demo STS", "similarity", "pubmed", "biosses", tasks["demo-sts"],
             {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"}, "pearson", [],
-            max_length=96, expected_counts=counts, hyper=small),
+            max_length=96, expected_counts=counts, finetune=small),
         "demo-hoc": _entry(
             "demo-hoc", "Demo HoC", "doc_classification", "pubmed", "hoc", tasks["demo-hoc"],
             {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
             {"lewis": "example_f1", "blurb": "label_micro_f1"},
-            HALLMARKS, max_length=128, expected_counts=counts, hyper={**small, "epochs": 10}),
+            HALLMARKS, max_length=128, expected_counts=counts, finetune={**small, "epochs": 10}),
         "demo-pubmedqa": _entry(
             "demo-pubmedqa", "Demo PubMedQA", "qa", "pubmed", "pubmedqa", tasks["demo-pubmedqa"],
             {"train": "pqal_train_set.json", "dev": "pqal_dev_set.json", "test": "pqal_test_set.json"},
-            "accuracy", ["yes", "no", "maybe"], max_length=96, expected_counts=counts, hyper=small),
+            "accuracy", ["yes", "no", "maybe"], max_length=96, expected_counts=counts, finetune=small),
         "demo-nli": _entry(
             "demo-nli", "Demo MedNLI", "nli", "clinical", "mednli", tasks["demo-nli"],
             {"train": "mli_train_v1.jsonl", "dev": "mli_dev_v1.jsonl", "test": "mli_test_v1.jsonl"},
             "accuracy", ["entailment", "contradiction", "neutral"], max_length=64,
-            expected_counts=counts, hyper=small),
+            expected_counts=counts, finetune=small),
     }
     files = {f"{task}/{name}": data for task, fs in tasks.items() for name, data in fs.items()}
     return files, specs

@@ -19,8 +19,8 @@ import pretrain_fixtures as fx
 from workflow_scripts import integrity
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.finetune import cache
-from workflow_scripts.finetune.run import load_tokenizer
-from workflow_scripts.pretrain import train as pretrain_cli
+from workflow_scripts.finetune.finetune import load_tokenizer
+from workflow_scripts.pretrain import pretrain as pretrain_cli
 from workflow_scripts.provenance.audit import Tracer
 
 torch.set_num_threads(1)
@@ -116,7 +116,7 @@ def test_a_damaged_latest_checkpoint_falls_back_to_the_previous_one(base, tmp_pa
 def test_a_second_trainer_on_the_same_state_refuses_to_start(base, tmp_path):
     settings = fx.write_settings(tmp_path / "s.yaml", "lock", max_steps=100000, checkpoint_every=100000)
     out = tmp_path / "lock"
-    cmd = [sys.executable, "-m", "workflow_scripts.pretrain.train", "--settings", str(settings),
+    cmd = [sys.executable, "-m", "workflow_scripts.pretrain.pretrain", "--settings", str(settings),
            "--corpus", str(base["corpus"]), "--tokenizer", str(base["wordpiece"]), "--out", str(out)]
     first = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:

@@ -53,7 +53,7 @@ def test_minhash_step_on_a_full_disk_says_so_and_leaves_no_scratch(small_disk, t
     settings.write_text(yaml.safe_dump({"corpus": {"name": "c", "type": "pubmed", "shards": 1, "clean": {
         "min_words": 0, "near_dedup": {"enabled": True, "num_perm": 1024}}}}))
     out = small_disk / "corpus"
-    done = subprocess.run([sys.executable, "-m", "workflow_scripts.corpus.build", "--settings", str(settings),
+    done = subprocess.run([sys.executable, "-m", "workflow_scripts.corpus.build_corpus", "--settings", str(settings),
                            "--in", str(parsed), "--out", str(out)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 2, done.stderr[-2000:]  # not -7 (SIGBUS)
     errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
@@ -85,12 +85,13 @@ def test_any_step_on_a_full_disk_names_its_output_in_one_line(small_disk, tmp_pa
     raw = tmp_path / "pubmed26n0001.xml.gz"
     raw.write_bytes(gzip.compress((FIX / "medline_edge.xml").read_bytes(), mtime=0))
     settings = tmp_path / "s.yaml"
-    settings.write_text(yaml.safe_dump({"corpus": {"name": "pm", "type": "pubmed", "shards": 1, "clean": {}}}))
+    settings.write_text(yaml.safe_dump({"corpus": {"name": "pm", "type": "pubmed", "clean": {}}}))
     (small_disk / "parsed").mkdir()
     _fill(small_disk, 0)
     out = small_disk / "parsed" / "pubmed26n0001.parquet"
-    done = subprocess.run([sys.executable, "-m", "workflow_scripts.corpus.parse", "--settings", str(settings),
-                           "--in", str(raw), "--out", str(out)], capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-m", "workflow_scripts.corpus.parse_corpus_file",
+                           "--settings", str(settings), "--in", str(raw), "--out", str(out)],
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 2, done.stderr[-2000:]
     errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
     assert "Traceback" not in done.stderr

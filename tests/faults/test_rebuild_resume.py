@@ -23,7 +23,7 @@ import torch
 from safetensors.torch import load_file
 
 from workflow_scripts.errors import PipelineError
-from workflow_scripts.pretrain import train as pretrain_cli
+from workflow_scripts.pretrain import pretrain as pretrain_cli
 
 import pretrain_fixtures as fx
 

@@ -13,7 +13,7 @@ import matplotlib.text
 import pytest
 import yaml
 
-from workflow_scripts.config import plan
+from workflow_scripts.config import plan, step_settings
 from workflow_scripts.config.restricted import restricted
 from workflow_scripts.config.study import load_study
 from workflow_scripts.report import plots, tables
@@ -43,11 +43,11 @@ def test_marks_are_derived_from_the_graph(study):
     assert marks.models == {"demo-roberta-m3", "clin-voc-pm", "m3-student"}
     credentialed = {"demo-nli"}
     assert marks.tasks == credentialed
-    assert plan.corpus_settings(study, "mimic")["corpus"]["restricted"] is True
+    assert step_settings.corpus_settings(study, "mimic")["corpus"]["restricted"] is True
     assert "--restricted" in plan.fetch_table(study, "mimic")["NOTEEVENTS.csv.gz"]
     task = next(t for t in study.resolved_tasks if t not in credentialed)
-    assert plan.finetune_settings(study, "clin-voc-pm", task)["model"]["restricted"] is True
-    assert plan.finetune_settings(study, "demo-roberta", task)["model"]["restricted"] is False
+    assert step_settings.finetune_settings(study, "clin-voc-pm", task)["model"]["restricted"] is True
+    assert step_settings.finetune_settings(study, "demo-roberta", task)["model"]["restricted"] is False
 
 
 def _texts(fig) -> list[str]:
@@ -55,13 +55,13 @@ def _texts(fig) -> list[str]:
 
 
 def test_tables_and_plots_mark_every_cell_and_label_from_mimic(study, tmp_path, monkeypatch):
-    settings = plan.report_settings(study, str(ROOT))
+    settings = step_settings.report_settings(study, str(ROOT))
     for r in settings["runs"]:
-        fs = plan.finetune_settings(study, r["model"], r["task"])
+        fs = step_settings.finetune_settings(study, r["model"], r["task"])
         path = tmp_path / r["metrics"]
         path.parent.mkdir(parents=True, exist_ok=True)
         score = 0.5 + 0.01 * r["seed"]
-        path.write_text(json.dumps({  # as workflow_scripts.finetune.run writes it
+        path.write_text(json.dumps({  # as workflow_scripts.finetune.finetune writes it
             "model": r["model"], "task": r["task"], "fold": r["fold"], "seed": r["seed"],
             "metric": fs["task"]["metric"], "dev": {"score": score},
             "test": {"score": score, **{name: score for name in metric_names(fs["task"]["metric"])}},
@@ -113,7 +113,7 @@ def test_tables_and_plots_mark_every_cell_and_label_from_mimic(study, tmp_path, 
 
 def test_heldout_table_marks_models_whose_provenance_chain_reaches_mimic(tmp_path):
     from workflow_scripts import provenance
-    from workflow_scripts.distill import heldout_table
+    from workflow_scripts.report import heldout_table
 
     corpus = {}
     for name, kind in (("pm", "pubmed"), ("m3", "mimic")):

@@ -30,7 +30,7 @@ def _small_study(demo: Path) -> None:
                 "batch_size": 8, "phases": [{"seq_len": 32, "fraction": 1.0}], "checkpoint_every": 2}
     cfg["models"] = {"tiny": {"kind": "pretrain", "vocab": "wp", "corpora": ["pubmed"], "pretrain": pretrain}}
     task = cfg["tasks"]["demo-ner"]
-    task["hyper"] = {**task["hyper"], "epochs": 1}
+    task["finetune"] = {**task["finetune"], "epochs": 1}
     cfg["tasks"] = {"demo-ner": {**task, "seeds": [1]}}
     cfg["aggregation"]["compare"] = []
     (demo / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from workflow_scripts import slurm_partitions
+from workflow_scripts.config import slurm_partitions
 from workflow_scripts.errors import PipelineError
 
 SINFO = "cpu*\ngpu\nbigmem\n"

@@ -16,10 +16,10 @@ import yaml
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 from transformers import PreTrainedTokenizerFast
 
-from workflow_scripts.pack import shard as pack_cli
+from workflow_scripts.pack import pack as pack_cli
 from workflow_scripts.pack.index import build_index
 from workflow_scripts.pack.keys import packed_subdir
-from workflow_scripts.pretrain import train as pretrain_cli
+from workflow_scripts.pretrain import pretrain as pretrain_cli
 
 DRUGS = ["metformin", "insulin", "aspirin", "warfarin", "cisplatin", "tamoxifen", "heparin", "lisinopril"]
 DISEASES = ["hypertension", "asthma", "diabetes", "sepsis", "pneumonia", "melanoma", "cirrhosis", "epilepsy"]

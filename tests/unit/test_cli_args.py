@@ -1,7 +1,7 @@
 """The workflow passes several corpora as repeated --corpus flags: every step keeps them all."""
 
-from workflow_scripts.distill import train as distill_train
-from workflow_scripts.pretrain import train as pretrain_train
+from workflow_scripts.distill import distill as distill_train
+from workflow_scripts.pretrain import pretrain as pretrain_train
 
 
 def test_pretraining_reads_every_corpus():

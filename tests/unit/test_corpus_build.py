@@ -10,12 +10,15 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from workflow_scripts.corpus.build import main as build_main
+from workflow_scripts.corpus.build_corpus import main as build_main
 from workflow_scripts.corpus.dedup import MinHasher
-from workflow_scripts.corpus.parse import main as parse_main
+from workflow_scripts.corpus.parse_corpus_file import main as parse_main
 from workflow_scripts.corpus.records import row, write_parsed
 from workflow_scripts.corpus.updates import resolve_updates
 from workflow_scripts.errors import PipelineError
+from workflow_scripts.tasks.prepare_task import TEST_TEXTS
+
+from corpus_fixtures import parse_settings
 
 FIX = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "corpus"
 
@@ -33,7 +36,7 @@ def parsed(tmp_path: Path, s: Path, *fixtures: str) -> list[str]:
         raw = tmp_path / (Path(name).stem + ".xml.gz")
         raw.write_bytes(gzip.compress((FIX / name).read_bytes(), mtime=0))
         target = tmp_path / (Path(name).stem + ".parquet")
-        parse_main(["--settings", str(s), "--in", str(raw), "--out", str(target)])
+        parse_main(["--settings", str(parse_settings(s)), "--in", str(raw), "--out", str(target)])
         out.append(str(target))
     return out
 
@@ -98,14 +101,14 @@ def test_min_words_sentence_split_and_shards(tmp_path):
 def test_decontamination_drops_documents_holding_test_text(tmp_path):
     s = settings(tmp_path, min_words=0, languages=[], decontamination={"ngram": 8})
     files = parsed(tmp_path, s, "medline_edge.xml", "medline_update.xml")
-    task = tmp_path / "tasks" / "ncbi_disease"
-    task.mkdir(parents=True)
-    tokens = "Insulin resistance developed in the liver of Danio rerio exposed to glucose".split()
-    (task / "test.jsonl").write_text(json.dumps({"id": "t1", "tokens": tokens, "tags": ["O"] * len(tokens)}) + "\n")
-    other = tmp_path / "tasks" / "hoc"
-    other.mkdir()
-    (other / "test.jsonl").write_text(json.dumps({"id": "h1", "text": "Revised: plasma warfarin decayed "
-                                                  "exponentially in all subjects.", "labels": []}) + "\n")
+    task = tmp_path / "tasks" / "ncbi_disease" / TEST_TEXTS
+    task.parent.mkdir(parents=True)
+    words = "Insulin resistance developed in the liver of Danio rerio exposed to glucose"
+    task.write_text(json.dumps({"id": "t1", "texts": [words]}) + "\n")
+    other = tmp_path / "tasks" / "hoc" / TEST_TEXTS
+    other.parent.mkdir()
+    other.write_text(json.dumps({"id": "h1", "texts": ["Revised: plasma warfarin decayed exponentially in all subjects."]})
+                     + "\n")
     out = tmp_path / "c"
     build_main(["--settings", str(s), "--in", *files, "--out", str(out),
                 "--decontaminate", str(task), "--decontaminate", str(other)])

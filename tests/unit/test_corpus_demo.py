@@ -15,9 +15,11 @@ import datasets
 import pytest
 import yaml
 
-from workflow_scripts.corpus.build import main as build_main
-from workflow_scripts.corpus.parse import main as parse_main
+from workflow_scripts.corpus.build_corpus import main as build_main
+from workflow_scripts.corpus.parse_corpus_file import main as parse_main
 from workflow_scripts.download.checksums import expected_for
+
+from corpus_fixtures import parse_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 RAW = ROOT / "demo" / "raw_source"
@@ -77,7 +79,7 @@ def _corpus(tmp_path: Path, name: str, type_: str, raws: list[Path], shards: int
     parsed = []
     for raw in raws:
         out = tmp_path / f"{name}-{raw.name}.parquet"
-        parse_main(["--settings", str(s), "--in", str(raw), "--out", str(out), *extra])
+        parse_main(["--settings", str(parse_settings(s)), "--in", str(raw), "--out", str(out), *extra])
         parsed.append(str(out))
     build_main(["--settings", str(s), "--in", *parsed, "--out", str(tmp_path / name)])
     return json.loads((tmp_path / name / "stats.json").read_text())
@@ -141,14 +143,14 @@ def test_demo_mimic_corpus_is_restricted(tmp_path, placeholders, dropped, docume
 def test_demo_pmc_as_the_workflow_builds_it(tmp_path):
     """demo/config.yaml's settings and file list, as the rules pass them: all licences kept;
     article 7 is retracted in its XML and article 4 only in the file list."""
-    from workflow_scripts.config import plan
+    from workflow_scripts.config import plan, step_settings
     from workflow_scripts.config.validate import load_config
 
     study = load_config(yaml.safe_load((ROOT / "demo" / "config.yaml").read_text()),
                         ROOT / "schemas" / "config.schema.yaml")
     [package] = [f.name for f in plan.corpus_files(study, "pmc")]
     listed = plan.parse_extra_inputs(study, "pmc", package)["filelist"]
-    settings = plan.corpus_settings(study, "pmc")["corpus"]
+    settings = step_settings.corpus_settings(study, "pmc")["corpus"]
     stats = _corpus(tmp_path, "pmc", "pmc", [RAW / "pmc" / package], settings["shards"], settings["clean"],
                     ("--filelist", str(RAW / "pmc" / Path(listed).name)))
     assert stats["input"]["documents"] == 20

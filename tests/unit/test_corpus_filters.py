@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 import yaml
 
-from workflow_scripts.corpus.decontam import NgramIndex, split_files
+from workflow_scripts.corpus.decontam import NgramIndex
 from workflow_scripts.corpus.dedup import ExactDedup, MinHasher, find_near_duplicates, lsh_params
 from workflow_scripts.corpus.settings import load
 from workflow_scripts.corpus.text import detect_language, split_sentences, word_tokens
 from workflow_scripts.errors import PipelineError
+from workflow_scripts.tasks.prepare_task import TEST_TEXTS, split_texts
 
 ENGLISH = "The patients were treated with aspirin and the outcome of the trial was recorded in this cohort."
 FRENCH = "Les patients ont été traités par aspirine et les résultats de l'étude sont présentés dans cet article."
@@ -73,11 +74,12 @@ def test_lsh_params_put_the_curve_near_the_threshold():
 
 
 def _task(tmp_path, name, rows, fold=False):
+    """A prepared task's test texts, as task preparation writes them."""
     d = tmp_path / name
-    target = d / "fold~0" if fold else d
-    target.mkdir(parents=True)
-    (target / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return d
+    d.mkdir(parents=True)
+    path = d / TEST_TEXTS
+    path.write_text("".join(json.dumps(r) + "\n" for r in split_texts(rows, "fold~0/" if fold else "")))
+    return path
 
 
 def test_decontamination_index_matches_test_texts(tmp_path):
@@ -98,19 +100,21 @@ def test_decontamination_index_matches_test_texts(tmp_path):
     assert word_tokens("Cisplatin-induced (CDDP)") == ["cisplatin", "induced", "cddp"]
 
 
-def test_task_without_test_split_is_an_error(tmp_path):
-    (tmp_path / "t").mkdir()
-    with pytest.raises(PipelineError, match="no test.jsonl"):
-        split_files(tmp_path / "t")
+def test_task_without_test_texts_is_an_error(tmp_path):
+    with pytest.raises(PipelineError, match="no test texts to decontaminate against"):
+        NgramIndex(ngram=5, threshold=0.5).add_task(tmp_path / "t" / TEST_TEXTS)
+    (tmp_path / TEST_TEXTS).write_text(json.dumps({"id": "1", "tokens": ["a"]}) + "\n")
+    with pytest.raises(PipelineError, match=r"test_texts\.jsonl:1: expected a record with a list 'texts'"):
+        NgramIndex(ngram=5, threshold=0.5).add_task(tmp_path / TEST_TEXTS)
 
 
-def test_settings_errors_name_the_corpus_key(tmp_path):
+def test_settings_errors_name_the_key(tmp_path):
     s = tmp_path / "s.yaml"
     s.write_text(yaml.safe_dump({"corpus": {"name": "pubmed", "type": "pubmed", "clean": {"min_wrds": 3}}}))
-    with pytest.raises(PipelineError, match=r"corpora\.pubmed\.clean: unknown key 'min_wrds'"):
+    with pytest.raises(PipelineError, match=r"s\.yaml:corpus\.clean: unknown key 'min_wrds'"):
         load(s)
     s.write_text(yaml.safe_dump({"corpus": {"name": "pmc", "type": "pmc", "clean": {"pmc": {"licence": "cc"}}}}))
-    with pytest.raises(PipelineError, match=r"corpora\.pmc\.clean\.pmc\.licence"):
+    with pytest.raises(PipelineError, match=r"s\.yaml:corpus\.clean\.pmc\.licence"):
         load(s)
     s.write_text(yaml.safe_dump({"corpus": {"name": "x", "type": "pubmed", "shards": 0}}))
     with pytest.raises(PipelineError, match=r"shards: must be >= 1"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import yaml
 
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.finetune import features as feats
-from workflow_scripts.finetune.run import main
+from workflow_scripts.finetune.finetune import main
 from workflow_scripts.tasks.metrics import metric_names
 
 torch.set_num_threads(1)
@@ -180,17 +181,12 @@ def write_task(root: Path, task_type: str, sizes=(96, 32, 32), seed: int = 1, fo
 
 def task_spec(task_type: str, **extra) -> dict:
     _, metric, labels, negative = TASKS[task_type]
-    spec = {
-        "name": f"toy-{task_type}", "display": task_type, "type": task_type, "domain": "pubmed",
-        "format": "toy", "source": {"files": {}}, "metric": metric, "labels": labels,
-        "negative_label": negative, "max_length": 64,
-        "splits": {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
-    }
+    spec = {"name": f"toy-{task_type}", "type": task_type, "metric": metric, "labels": labels, "negative_label": negative}
     spec.update(extra)
     return spec
 
 
-FAST = {"lr": 2e-3, "batch_size": 16, "epochs": 8, "eval_every": 6, "warmup_ratio": 0.0, "dropout": 0.0}
+FAST = {"lr": 2e-3, "batch_size": 16, "epochs": 8, "eval_every": 6, "warmup_ratio": 0.0, "dropout": 0.0, "max_length": 64}
 
 
 def write_settings(path: Path, task_type: str, finetune: dict | None = None, **task_extra) -> Path:
@@ -354,9 +350,7 @@ def test_grid_is_chosen_on_dev(tmp_path, bert):
 
 def test_folds_and_steps_fixed_on_the_selection_fold(tmp_path, bert):
     task_dir = write_task(tmp_path, "relation", folds=3)
-    extra = {"folds": 3, "selection_fold": 0,
-             "splits": {"train": "{fold}/train.tsv", "dev": "{fold}/dev.tsv", "test": "{fold}/test.tsv"}}
-    settings = write_settings(tmp_path / "s.yaml", "relation", {"patience": 2}, **extra)
+    settings = write_settings(tmp_path / "s.yaml", "relation", {"patience": 2}, folds=3)
     common = ["--settings", str(settings), "--model", str(bert), "--task-dir", str(task_dir), "--seed", "3"]
     main([*common, "--fold", "0", "--out", str(tmp_path / "f0")])
     chosen = json.loads((tmp_path / "f0" / "metrics.json").read_text())
@@ -398,7 +392,7 @@ def test_cli_process_reports_a_bad_setting_in_one_line(tmp_path, bert):
     task_dir = write_task(tmp_path, "nli", sizes=(4, 4, 4))
     settings = write_settings(tmp_path / "s.yaml", "nli", {"warmup_ratio": 1.5})
     proc = subprocess.run(
-        [sys.executable, "-m", "workflow_scripts.finetune.run", "--settings", str(settings), "--model", str(bert),
+        [sys.executable, "-m", "workflow_scripts.finetune.finetune", "--settings", str(settings), "--model", str(bert),
          "--task-dir", str(task_dir), "--seed", "1", "--out", str(tmp_path / "out")],
         capture_output=True, text=True, timeout=120,
     )
@@ -406,3 +400,31 @@ def test_cli_process_reports_a_bad_setting_in_one_line(tmp_path, bert):
     assert proc.stderr.strip().splitlines()[-1] == (
         f"error: {settings}.finetune.warmup_ratio: must be in [0, 1), got 1.5")
     assert not (tmp_path / "out").exists()
+
+
+def test_a_preloaded_run_writes_what_a_plain_run_writes(tmp_path, bert):
+    """The demo's runs go through workflow_scripts.preload: same outputs, same error handling."""
+    task_dir = write_task(tmp_path, "ner")
+    plain = run_cli(tmp_path, bert, "ner", seed=3, task_dir=task_dir, name="plain")
+    settings = write_settings(tmp_path / "preloaded.yaml", "ner", FAST)
+    bad = write_settings(tmp_path / "bad.yaml", "ner", {"warmup_ratio": 1.5})
+    env = {**os.environ, "WORKFLOW_PRELOAD": "1", "TMPDIR": str(tmp_path), "PYTHONPATH": str(Path.cwd())}
+    command = [sys.executable, "-m", "workflow_scripts.preload", "workflow_scripts.finetune.finetune", "--model",
+               str(bert), "--task-dir", str(task_dir), "--seed", "3"]
+    try:
+        for name in ("first", "second"):
+            proc = subprocess.run([*command, "--settings", str(settings), "--out", str(tmp_path / name)], env=env,
+                                  capture_output=True, text=True, timeout=300)
+            assert proc.returncode == 0, proc.stderr
+            assert "workflow_scripts.finetune.finetune INFO toy-ner fold 0 seed 3: dev" in proc.stderr
+            preloaded = json.loads((tmp_path / name / "metrics.json").read_text())
+            for key in ("dev", "test", "best_step", "history"):
+                assert preloaded[key] == plain[key]
+            assert (tmp_path / name / "predictions.jsonl").read_bytes() == (tmp_path / "plain" / "predictions.jsonl").read_bytes()
+        proc = subprocess.run([*command, "--settings", str(bad), "--out", str(tmp_path / "bad")], env=env,
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 2
+        assert proc.stderr.strip().splitlines()[-1] == f"error: {bad}.finetune.warmup_ratio: must be in [0, 1), got 1.5"
+    finally:
+        for sock in tmp_path.glob("workflow-preload-*.sock"):
+            subprocess.run(["pkill", "-f", "--", f"--serve {sock}"], check=False)

@@ -9,17 +9,14 @@ import pytest
 import torch
 import yaml
 
+from workflow_scripts.typed import parse, to_dict
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.finetune import data, settings, tagging
 from workflow_scripts.finetune.decode import decode
 from workflow_scripts.finetune.features import Encoding, entity_spans, insert_markers, windows
 from workflow_scripts.tasks.metrics import compute
 
-SPEC = {
-    "name": "toy", "display": "Toy", "type": "ner", "domain": "pubmed", "format": "conll",
-    "source": {"files": {}}, "metric": "entity_f1", "labels": ["O", "B-Disease", "I-Disease"],
-    "splits": {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
-}
+TASK = {"name": "toy", "type": "ner", "metric": "entity_f1", "labels": ["O", "B-Disease", "I-Disease"]}
 
 
 @pytest.mark.parametrize("scheme", ["bio", "io", "bioul"])
@@ -85,35 +82,33 @@ def test_given_entity_spans_take_precedence_over_placeholders():
     assert adjacent == "[E1] A [/E1][E2] B [/E2]" and [adjacent[s:e] for s, e in mentions] == ["A", "B"]
 
 
-def test_settings_errors_name_the_key():
-    base = {"model": {"name": "m"}, "task": SPEC}
-    with pytest.raises(PipelineError, match=r"S\.finetune\.lr: must be > 0"):
-        settings.resolve({**base, "finetune": {"lr": 0}}, "S")
-    with pytest.raises(PipelineError, match=r"S\.finetune: unknown key 'learning_rate'"):
-        settings.resolve({**base, "finetune": {"learning_rate": 1e-5}}, "S")
-    with pytest.raises(PipelineError, match=r"S\.finetune\.tagging: 'iobes' is not one of"):
-        settings.resolve({**base, "finetune": {"tagging": "iobes"}}, "S")
-    with pytest.raises(PipelineError, match=r"S\.finetune\.grid\.lr: every learning rate"):
-        settings.resolve({**base, "finetune": {"grid": {"lr": [1e-5, -1.0]}}}, "S")
-    with pytest.raises(PipelineError, match=r"S\.task\.hyper.*epochs"):
-        settings.resolve({**base, "task": {**SPEC, "hyper": {"epochs": "three"}}}, "S")
+def write(tmp_path, **data):
+    path = tmp_path / "s.yaml"
+    path.write_text(yaml.safe_dump({"model": {"name": "m"}, "task": TASK, "finetune": {"max_length": 64}, **data}))
+    return path
 
 
-def test_task_defaults_fill_what_the_run_leaves_unset():
-    resolved = settings.resolve(
-        {"model": {"name": "m"}, "task": {**SPEC, "hyper": {"lr": 5e-5, "epochs": 10}},
-         "finetune": {"epochs": 2}}, "S")
-    assert resolved.finetune.lr == 5e-5 and resolved.finetune.epochs == 2
-    assert resolved.finetune.dropout == 0.1 and resolved.finetune.num_threads == 1
+def test_settings_errors_name_the_key(tmp_path):
+    for finetune, message in [
+        ({"lr": 0}, r"s\.yaml\.finetune\.lr: must be > 0"),
+        ({"learning_rate": 1e-5}, r"s\.yaml\.finetune: unknown key 'learning_rate'"),
+        ({"tagging": "iobes"}, r"s\.yaml\.finetune\.tagging: 'iobes' is not one of"),
+        ({"grid": {"lr": [1e-5, -1.0]}}, r"s\.yaml\.finetune\.grid\.lr: every learning rate"),
+        ({}, r"s\.yaml\.finetune\.max_length: the resolved settings need the sequence length"),
+    ]:
+        with pytest.raises(PipelineError, match=message):
+            settings.load(write(tmp_path, finetune=finetune))
+    # labels and tables are the report's: a task label in a run's settings is refused
+    with pytest.raises(PipelineError, match=r"s\.yaml\.task: unknown key 'display'"):
+        settings.load(write(tmp_path, task={**TASK, "display": "Toy"}))
 
 
 def test_settings_file_round_trips(tmp_path):
-    path = tmp_path / "s.yaml"
-    path.write_text(yaml.safe_dump({"model": {"name": "m", "restricted": True}, "task": SPEC,
-                                    "finetune": {"grid": {"lr": [1e-5, 3e-5], "batch_size": [16, 32]}}}))
+    grid = {"grid": {"lr": [1e-5, 3e-5], "batch_size": [16, 32]}, "max_length": 64}
+    path = write(tmp_path, model={"name": "m", "restricted": True}, finetune=grid)
     loaded = settings.load(path)
     assert loaded.model.restricted and loaded.finetune.grid.batch_size == [16, 32]
-    assert settings.as_dict(loaded)["task"]["labels"] == SPEC["labels"]
+    assert to_dict(loaded)["task"]["labels"] == TASK["labels"]
 
 
 def test_malformed_jsonl_line_names_file_and_line(tmp_path):
@@ -131,7 +126,7 @@ def test_malformed_jsonl_line_names_file_and_line(tmp_path):
 
 
 def test_undeclared_label_stops_the_run():
-    spec = settings.parse(settings.TaskSpec, {**SPEC, "type": "relation", "labels": ["false", "CPR:3"]}, "task")
+    spec = parse(settings.FinetuneTask, {**TASK, "type": "relation", "labels": ["false", "CPR:3"]}, "task")
     splits = {"train": [{"label": "false"}], "dev": [{"label": "CPR:9"}], "test": [{"label": "CPR:3"}]}
     with pytest.raises(PipelineError, match=r"dev\.jsonl: label 'CPR:9' is not in task\.labels"):
         data.label_set(spec, splits)

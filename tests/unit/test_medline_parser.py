@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from workflow_scripts.corpus.medline import Citation, Deletion, Malformed, document_text, iter_medline
-from workflow_scripts.corpus.parse import main as parse_main
+from workflow_scripts.corpus.parse_corpus_file import main as parse_main
 from workflow_scripts.corpus.records import iter_parsed, read_info
 from workflow_scripts.errors import PipelineError
 

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -16,16 +17,38 @@ from transformers import AutoTokenizer
 
 from workflow_scripts.config import plan
 from workflow_scripts.config.validate import load_config
+from workflow_scripts.corpus.medline import Citation, document_text, iter_medline
 
 from workflow_scripts.errors import PipelineError
-from workflow_scripts.pack import shard as pack_cli
-from workflow_scripts.pack.encode import Encoder, word_flags
+from workflow_scripts.pack import pack as pack_cli
+from workflow_scripts.pack.encode import Encoder, _doc_starts, word_flags
 from workflow_scripts.pack.index import build_index, read_index
 from workflow_scripts.pack.local import index_paths, pack_corpora
-from workflow_scripts.pack.shard import pack_shard
+from workflow_scripts.pack.pack import pack_shard
+from workflow_scripts.pack import format as packfmt
 from workflow_scripts.pretrain import data as pdata
 
 import pretrain_fixtures as fx
+
+ROOT = Path(__file__).resolve().parents[2]
+REAL = Path(os.environ["REAL_DATA_DIR"]) if os.environ.get("REAL_DATA_DIR") else None
+# what the byte-level pattern treats specially: contractions, runs of whitespace, characters of several
+# bytes and classes, added tokens written in the text, empty and whitespace-only documents
+TRICKY = [
+    "Crohn's disease isn't rare; they'll say we've seen it, I'm sure he'd agree you're right.",
+    "3'-UTR and 5' end, l'sat, ''s, .'s, 's start 'res 'systemic' ('treated')",
+    "a  b   c\n\nd \n e\t\tf  \n",
+    " leading space",
+    "trailing spaces   ",
+    "\u00a0nbsp\u2009thin x\u3000y  \u00a0 z",
+    "α-helix β2 µg/ml at 37 °C ± 5 × 10⁻³, naïve café, 中文 日本語 😀 e\u0301 Ω≥≤",
+    "IL6 IL-6 p<0.05 1,000.5 ½ ² CD4+CD25+ [**Name**] ____",
+    "foo<mask>bar  <s> x </s>",
+    "",
+    "   ",
+    "'",
+    "x'",
+]
 
 
 @pytest.fixture(scope="module")
@@ -41,16 +64,16 @@ def reference_pack(docs, tok, seq_len, fraction):
         ids, wids = enc["input_ids"][0], enc.word_ids(0)
         if not ids:
             continue
-        flags = [pdata.WORD_START if i == 0 or w != wids[i - 1] else pdata.CONTINUATION for i, w in enumerate(wids)]
-        toks, flgs = streams["heldout" if pdata.is_heldout(doc_id, fraction) else "train"]
+        flags = [packfmt.WORD_START if i == 0 or w != wids[i - 1] else packfmt.CONTINUATION for i, w in enumerate(wids)]
+        toks, flgs = streams["heldout" if packfmt.is_heldout(doc_id, fraction) else "train"]
         toks += ids + [tok.sep_token_id]
-        flgs += flags + [pdata.SPECIAL]
+        flgs += flags + [packfmt.SPECIAL]
     out = {}
     c = seq_len - 2
     for split, (toks, flgs) in streams.items():
         n = len(toks) // c
         blocks = [[tok.cls_token_id] + toks[i * c:(i + 1) * c] + [tok.sep_token_id] for i in range(n)]
-        fblocks = [[pdata.SPECIAL] + flgs[i * c:(i + 1) * c] + [pdata.SPECIAL] for i in range(n)]
+        fblocks = [[packfmt.SPECIAL] + flgs[i * c:(i + 1) * c] + [packfmt.SPECIAL] for i in range(n)]
         out[split] = (np.array(blocks).reshape(n, seq_len), np.array(fblocks).reshape(n, seq_len))
     return out
 
@@ -80,7 +103,7 @@ def test_word_starts_by_word_ids_agree_with_spelling(base, family, continuation_
     assert np.array_equal(enc.flags, by_spelling)
     assert enc.flags.sum() == 6 and len(enc.ids) > 6  # six words, more pieces
     tokens = tok.convert_ids_to_tokens(enc.ids.tolist())
-    starts = [t for t, f in zip(tokens, enc.flags) if f == pdata.WORD_START]
+    starts = [t for t, f in zip(tokens, enc.flags) if f == packfmt.WORD_START]
     if continuation_mark:
         assert not any(t.startswith(continuation_mark) for t in starts)
     elif family == "bpe":
@@ -100,7 +123,7 @@ def test_blocks_wrap_separate_documents_and_shards_are_read_in_place(base, tmp_p
     toks, flags = train.take(np.arange(len(train)))
     assert (toks[:, 0] == tok.cls_token_id).all() and (toks[:, -1] == tok.sep_token_id).all()
     assert (toks[:, 1:-1] == tok.sep_token_id).sum() >= 250 * 0.85  # one separator per training document
-    assert (((toks == tok.sep_token_id) | (toks == tok.cls_token_id)) == (flags == pdata.SPECIAL)).all()
+    assert (((toks == tok.sep_token_id) | (toks == tok.cls_token_id)) == (flags == packfmt.SPECIAL)).all()
     # the index is the shards one after the other, in any order of reading
     parts = [pdata.PackedBlocks(d, "train") for d in dirs]
     whole = np.concatenate([p.take(np.arange(len(p)))[0] for p in parts])
@@ -174,3 +197,52 @@ def test_models_share_packs_and_continual_models_pack_with_their_checkpoints_tok
     assert plan.model_packed(study, "ours-base-pm-m3") == [
         f"results/packed/model~roberta-base/{c}/seq~512/heldout~0.01/index.json" for c in ("pubmed", "pmc", "mimic")
     ]
+
+
+def _word_id_flags(tok, texts):
+    """WORD_START/CONTINUATION by the tokenizer's word ids, document by document: the pack format's definition."""
+    flags = []
+    for text in texts:
+        words = tok([text], add_special_tokens=False).word_ids(0)
+        flags += [packfmt.WORD_START if i == 0 or w != words[i - 1] else packfmt.CONTINUATION for i, w in enumerate(words)]
+    return np.array(flags, dtype=np.uint8)
+
+
+def _texts(source):
+    if source == "real":
+        if REAL is None:
+            pytest.skip("REAL_DATA_DIR is not set")
+        records = iter_medline(REAL / "medline" / "medline16n0902.xml.gz")
+        return [document_text(c) for c in records if isinstance(c, Citation)]
+    records = iter_medline(ROOT / "demo/raw_source/pubmed/baseline/pubmed26n0001.xml.gz")
+    notes = pd.read_csv(ROOT / "demo/raw_source/mimic/NOTEEVENTS.csv.gz")["TEXT"].tolist()
+    return [document_text(c) for c in records if isinstance(c, Citation)] + notes
+
+
+@pytest.mark.parametrize("source", ["demo", "real"])
+@pytest.mark.parametrize("vocab_size", [300, 3000])
+def test_byte_level_word_starts_from_ids_equal_the_word_ids(tmp_path, source, vocab_size):
+    texts = _texts(source) + TRICKY
+    tok = AutoTokenizer.from_pretrained(fx.make_bpe(tmp_path / "bpe", texts, vocab_size))
+    encoder = Encoder(tok)
+    assert encoder.pieces is not None
+    expected = _word_id_flags(tok, texts)
+    enc = encoder.encode(texts)
+    assert np.array_equal(enc.flags, expected)
+    # the rule alone, before the documents it leaves undecided are encoded again with word ids
+    starts, undecided = encoder.pieces.boundaries(enc.ids, _doc_starts(enc.lengths, len(enc.ids)))
+    doc_of = np.repeat(np.arange(len(texts)), enc.lengths)
+    redone = np.unique(doc_of[undecided])
+    decided = ~np.isin(doc_of, redone)
+    assert np.array_equal(starts[decided], expected[decided] == packfmt.WORD_START)
+    assert len(redone) < 0.15 * len(texts)
+    # a vocabulary too small to hold "'s" leaves contractions undecided: those documents take the word ids
+    assert len(redone) > 0 or vocab_size > 300
+
+
+@pytest.mark.parametrize("source", ["demo", "real"])
+def test_wordpiece_word_starts_by_spelling_equal_the_word_ids(tmp_path, source):
+    texts = _texts(source) + TRICKY
+    tok = AutoTokenizer.from_pretrained(fx.make_wordpiece(tmp_path / "wp", texts, 2000))
+    enc = Encoder(tok).encode(texts)
+    assert np.array_equal(enc.flags, _word_id_flags(tok, texts))

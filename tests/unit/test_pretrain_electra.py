@@ -12,7 +12,7 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoModel, AutoModelForMaskedLM, AutoModelForPreTraining, AutoModelForTokenClassification
 
-from workflow_scripts.config.typed import parse
+from workflow_scripts.typed import parse
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.pretrain.electra import generator_shape, sample_tokens
 from workflow_scripts.pretrain.settings import PretrainSettings

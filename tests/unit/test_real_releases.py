@@ -17,8 +17,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from workflow_scripts.config.typed import parse
-from workflow_scripts.tasks.prepare import prepare
+from workflow_scripts.typed import parse
+from workflow_scripts.tasks.prepare_task import prepare
 from workflow_scripts.tasks.readers import get_reader
 from workflow_scripts.tasks.registry import deep_merge, load_registry
 from workflow_scripts.tasks.spec import TaskSpec

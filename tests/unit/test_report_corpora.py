@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from workflow_scripts.errors import PipelineError
-from workflow_scripts.report.corpora import human, main, read_published
+from workflow_scripts.report.corpus_table import human, main, read_published
 
 ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / "resources" / "reference" / "corpora_published.csv"

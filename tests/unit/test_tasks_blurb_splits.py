@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from workflow_scripts.config.typed import parse
+from workflow_scripts.typed import parse
 from workflow_scripts.download.fetch import Options, fetch
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.tasks import subsets
-from workflow_scripts.tasks.prepare import prepare
+from workflow_scripts.tasks.prepare_task import prepare
 from workflow_scripts.tasks.readers import get_reader
 from workflow_scripts.tasks.readers.corpora import split_sentences
 from workflow_scripts.tasks.registry import deep_merge, load_registry

@@ -1,5 +1,6 @@
 """The prepare step: raw task files -> normalised JSONL splits, data card and provenance."""
 
+import dataclasses
 import io
 import json
 import shutil
@@ -12,11 +13,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from workflow_scripts.config.typed import parse
+from workflow_scripts.typed import parse
 from workflow_scripts.errors import PipelineError
-from workflow_scripts.tasks.prepare import main, prepare
+from workflow_scripts.tasks.prepare_task import main, prepare
 from workflow_scripts.tasks.registry import resolve
-from workflow_scripts.tasks.spec import TaskSpec
+from workflow_scripts.tasks.spec import PrepareTaskSettings, TaskSpec
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "demo"
@@ -29,8 +30,10 @@ def jsonl(path):
 
 
 def write_settings(tmp_path, entry):
+    """The task's settings file as the workflow writes it: only the keys preparation reads."""
     path = tmp_path / f"{entry['name']}.yaml"
-    path.write_text(yaml.safe_dump({"task": entry}))
+    read = {f.name for f in dataclasses.fields(PrepareTaskSettings)}
+    path.write_text(yaml.safe_dump({"task": {k: v for k, v in entry.items() if k in read}}))
     return path
 
 
@@ -42,6 +45,8 @@ def test_prepare_cli_on_the_demo_tasks(task, tmp_path, monkeypatch):
     main(["--settings", str(write_settings(tmp_path, entry)), "--raw", f"raw_source/tasks/{task}", "--out", str(out)])
     sizes = {s: len(jsonl(out / f"{s}.jsonl")) for s in ("train", "dev", "test")}
     assert sizes == {"train": 300, "dev": 80, "test": 100}
+    texts = jsonl(out / "test_texts.jsonl")  # what corpora are decontaminated against
+    assert [t["id"] for t in texts] == [r["id"] for r in jsonl(out / "test.jsonl")] and all(t["texts"] for t in texts)
     card = json.loads((out / "data_card.json").read_text())
     assert card["count_check"]["status"] == "ok"
     assert {s: card["splits"][s]["examples"] for s in sizes} == sizes
@@ -55,7 +60,8 @@ def test_prepare_cli_on_the_demo_tasks(task, tmp_path, monkeypatch):
     assert not ids["train"] & ids["dev"] and not ids["dev"] & ids["test"]
     prov = json.loads((out / "provenance.json").read_text())
     assert prov["step"] == "tasks.prepare" and prov["restricted"] is False
-    assert {Path(o["path"]).name for o in prov["outputs"]} == {"train.jsonl", "dev.jsonl", "test.jsonl", "data_card.json"}
+    splits = {"train.jsonl", "dev.jsonl", "test.jsonl"}
+    assert {Path(o["path"]).name for o in prov["outputs"]} == {*splits, "test_texts.jsonl", "data_card.json"}
     assert all("sha256" in i for i in prov["inputs"]["raw"])
 
 
@@ -102,7 +108,8 @@ def test_cli_reports_errors_in_one_line(tmp_path):
     entry = dict(DEMO_SPECS["demo-nli"], restricted=True,
                  source={"files": {"mli_train_v1.jsonl": {}}, "access": "apply at physionet.org"})
     proc = subprocess.run(
-        [sys.executable, "-m", "workflow_scripts.tasks.prepare", "--settings", str(write_settings(tmp_path, entry)),
+        [sys.executable, "-m", "workflow_scripts.tasks.prepare_task",
+         "--settings", str(write_settings(tmp_path, entry)),
          "--raw", str(tmp_path / "raw"), "--out", str(tmp_path / "out")],
         capture_output=True, text=True, cwd=tmp_path)
     assert proc.returncode == 2
@@ -166,7 +173,7 @@ def test_folds_from_an_archive_with_dev_held_out_of_train(tmp_path):
         assert not {r["id"] for r in train} & {r["id"] for r in dev}
         assert all(f"variant {fold + 1}-" in r["text"] for r in dev)  # dev comes from train, never test
         assert card["folds"][str(fold)]["splits"]["dev"]["examples"] == 4
-    assert card["selection_fold"] == 0
+    assert "selection_fold" not in card  # the report's, not preparation's
     again = prepare(parse(TaskSpec, GAD, "t"), tmp_path / "raw", tmp_path / "again")
     assert again == card
     assert (tmp_path / "again/fold~1/dev.jsonl").read_bytes() == (out / "fold~1/dev.jsonl").read_bytes()

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from workflow_scripts.config.typed import parse
+from workflow_scripts.typed import parse
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.finetune.settings import FinetuneSettings
 from workflow_scripts.tasks.metrics import metric_for, metric_names
@@ -52,9 +52,9 @@ def test_reference_names_are_the_task_rows_of_the_published_tables():
 
 
 @pytest.mark.parametrize("name", sorted(REGISTRY))
-def test_each_task_is_complete_and_its_hyper_parameters_are_finetune_settings(name):
+def test_each_task_is_complete_and_its_finetune_defaults_are_finetune_settings(name):
     spec = resolve(name)
-    parse(FinetuneSettings, spec.hyper, f"tasks.{name}.hyper")
+    parse(FinetuneSettings, spec.finetune, f"tasks.{name}.finetune")
     assert spec.splits.keys() == {"train", "dev", "test"}
     dev = spec.splits["dev"]
     if dev.startswith("holdout:"):  # dev is held out of train, never of test
@@ -86,11 +86,11 @@ def test_cross_validated_tasks_choose_settings_on_one_fold():
 
 
 def test_overrides_are_merged_into_the_entry():
-    spec = resolve("mednli", {"source": {"local_dir": "/data/mednli"}, "hyper": {"lr": 1.0e-5}})
+    spec = resolve("mednli", {"source": {"local_dir": "/data/mednli"}, "finetune": {"lr": 1.0e-5}})
     assert spec.source.local_dir == "/data/mednli"
     assert "mli_train_v1.jsonl" in spec.source.files  # kept from the registry
-    assert spec.hyper == {"lr": 1.0e-5, "batch_size": 16, "epochs": 10, "eval_every": 200}
-    assert resolve("mednli").hyper["lr"] == 2.0e-5  # the registry itself is untouched
+    assert spec.finetune == {"lr": 1.0e-5, "batch_size": 16, "epochs": 10, "eval_every": 200}
+    assert resolve("mednli").finetune["lr"] == 2.0e-5  # the registry itself is untouched
 
 
 def test_unknown_task_must_be_declared_completely():

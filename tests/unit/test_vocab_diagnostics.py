@@ -13,7 +13,8 @@ import torch
 from transformers import AutoTokenizer, BertTokenizer
 
 from workflow_scripts.errors import PipelineError
-from workflow_scripts.vocab import bpe_wordpiece, diagnostics, metrics
+from workflow_scripts.vocab import bpe_wordpiece, metrics
+from workflow_scripts.vocab import vocab_diagnostics as diagnostics
 from workflow_scripts.vocab.save import wrap
 from workflow_scripts.vocab.settings import VocabSettings
 

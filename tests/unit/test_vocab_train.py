@@ -19,7 +19,7 @@ from transformers import AutoTokenizer
 
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.vocab import sample as vsample
-from workflow_scripts.vocab import train as vtrain
+from workflow_scripts.vocab import train_vocab as vtrain
 
 torch.set_num_threads(1)
 ROOT = Path(__file__).resolve().parents[2]
@@ -189,7 +189,7 @@ def test_cli_reports_error_in_one_line(tmp_path):
     small = write_corpus(tmp_path / "tiny_corpus", ["a b c"] * 3)
     settings = write_settings(tmp_path / "s.yaml", "tiny")
     proc = subprocess.run(
-        [sys.executable, "-m", "workflow_scripts.vocab.train", "--settings", str(settings),
+        [sys.executable, "-m", "workflow_scripts.vocab.train_vocab", "--settings", str(settings),
          "--corpus", str(small), "--out", str(tmp_path / "out")],
         capture_output=True, text=True, timeout=120,
     )

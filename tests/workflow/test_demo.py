@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from workflow_harness import ROOT, copy_demo, planned_jobs, run_demo
+from workflow_harness import ROOT, copy_demo, planned_after, run_demo
 
 pytestmark = pytest.mark.slow
 
@@ -147,18 +147,7 @@ def test_second_run_does_nothing(demo_run):
 
 
 def _planned_after(workdir: Path, change) -> tuple[dict, dict]:
-    """Job counts of a dry run after `change(cfg)` edits the config (restored afterwards)."""
-    config = workdir / "config.yaml"
-    original = config.read_text()
-    cfg = yaml.safe_load(original)
-    change(cfg)
-    config.write_text(yaml.safe_dump(cfg, sort_keys=False))
-    try:
-        result = run_demo(workdir, "-n", "--quiet", "rules")
-    finally:
-        config.write_text(original)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return cfg, planned_jobs(result.stdout + result.stderr)
+    return planned_after(workdir, change)
 
 
 def test_changing_one_tasks_seeds_reruns_only_that_task(demo_run):

@@ -34,7 +34,7 @@ def write_study(root: Path, models: bool = True, tasks: bool = True) -> Path:
         shutil.copy(DEMO_NER / name, study / "data" / name)
         entry["url"] = f"data/{name}"
     # a few steps: the point is the path through the workflow, not the score
-    ner["hyper"] = {"batch_size": 16, "lr": 1.0e-4, "epochs": 1, "max_steps": 6, "eval_every": 0, "patience": 0}
+    ner["finetune"] = {"batch_size": 16, "lr": 1.0e-4, "epochs": 1, "max_steps": 6, "eval_every": 0, "patience": 0}
     config = {
         "models": {"minilm": {"kind": "external", "display": "all-MiniLM-L6-v2", "checkpoint": str(minilm())}}
         if models else {},
@@ -48,7 +48,7 @@ def write_study(root: Path, models: bool = True, tasks: bool = True) -> Path:
 
 def test_real_checkpoint_directory_loads_as_an_uncased_wordpiece_bert():
     from workflow_scripts.finetune.heads import build
-    from workflow_scripts.finetune.run import load_tokenizer
+    from workflow_scripts.finetune.finetune import load_tokenizer
 
     tokenizer = load_tokenizer(str(minilm()))
     assert len(tokenizer) == 30522 and tokenizer.tokenize("Cancer Patients") == ["cancer", "patients"]

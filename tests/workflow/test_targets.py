@@ -144,11 +144,11 @@ def test_full_study_pretraining_launches_one_torchrun_per_node_and_distillation_
         "results/distill/distil-pubmedbert/model.safetensors",
     )
     commands = [line for line in output.splitlines() if "torchrun" in line]
-    pretrain = next(c for c in commands if "workflow_scripts.pretrain.train" in c)
-    distill = next(c for c in commands if "workflow_scripts.distill.train" in c)
+    pretrain = next(c for c in commands if "workflow_scripts.pretrain.pretrain" in c)
+    distill = next(c for c in commands if "workflow_scripts.distill.distill" in c)
     assert (
         "srun --nodes=2 --ntasks=2 --ntasks-per-node=1 --cpus-per-task=16 torchrun --nnodes 2 --nproc-per-node 8 "
         "--rdzv-backend c10d --rdzv-endpoint $(hostname):29500 --rdzv-id $SLURM_JOB_ID -m workflow_scripts.pretrain"
     ) in pretrain
-    assert "torchrun --standalone --nproc-per-node 8 -m workflow_scripts.distill.train" in distill
+    assert "torchrun --standalone --nproc-per-node 8 -m workflow_scripts.distill.distill" in distill
     assert "srun" not in distill

@@ -8,12 +8,16 @@ import subprocess
 import sys
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
 
-def snakemake(*args: str, cwd: Path = ROOT, timeout: int = 1800) -> subprocess.CompletedProcess:
+def snakemake(*args: str, cwd: Path = ROOT, timeout: int = 1800, preload: bool = False) -> subprocess.CompletedProcess:
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    if preload:
+        env["WORKFLOW_PRELOAD"] = "1"
     return subprocess.run(
         [str(BIN / "snakemake"), *args],
         cwd=cwd,
@@ -36,6 +40,7 @@ def copy_demo(dest: Path) -> Path:
 
 
 def run_demo(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+    """The demo as `make demo` runs it: fine-tuning runs fork a preloaded interpreter."""
     return snakemake(
         "--snakefile",
         str(ROOT / "Snakefile"),
@@ -44,6 +49,7 @@ def run_demo(workdir: Path, *args: str) -> subprocess.CompletedProcess:
         "--workflow-profile",
         str(ROOT / "profiles" / "local"),
         *args,
+        preload=True,
     )
 
 
@@ -61,3 +67,18 @@ def planned_jobs(output: str) -> dict[str, int]:
                     counts[parts[0]] = int(parts[1])
             break
     return counts
+
+
+def planned_after(workdir: Path, change, *args: str) -> tuple[dict, dict[str, int]]:
+    """The edited config and the job counts of a dry run after `change(cfg)` edits it (restored afterwards)."""
+    config = workdir / "config.yaml"
+    original = config.read_text()
+    cfg = yaml.safe_load(original)
+    change(cfg)
+    config.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    try:
+        result = run_demo(workdir, "-n", "--quiet", "rules", *args)
+    finally:
+        config.write_text(original)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return cfg, planned_jobs(result.stdout + result.stderr)

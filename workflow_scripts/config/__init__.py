@@ -1,5 +1,1 @@
-"""Typed configuration: dataclasses, their validation, and the JSON schema made from them."""
-
-from .typed import load_settings, parse, to_dict
-
-__all__ = ["load_settings", "parse", "to_dict"]
+"""The study: config.yaml composed into typed settings, the job plan and the JSON schema made from them."""

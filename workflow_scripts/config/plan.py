@@ -1,5 +1,5 @@
 """From a Study to the workflow's jobs: file names, paths, command arguments and the
-resolved settings each step receives. Pure functions; rules/common.smk wraps them.
+resolved settings each step receives (built in config/step_settings.py). Pure functions; rules/common.smk wraps them.
 
 Everything here runs while Snakemake builds the DAG, for thousands of jobs, so it only
 computes names and never touches the file system.
@@ -12,12 +12,9 @@ import shlex
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from ..pack.keys import packed_subdir
+from .. import paths
 from .restricted import restricted as restricted_marks
-from .study import ModelEntry, Study
-from .typed import to_dict
-
-RESULTS = "results"
+from .study import Study
 
 
 @dataclass(frozen=True)
@@ -91,11 +88,11 @@ def corpus_downloads(study: Study, corpus: str) -> list[RawFile]:
 
 
 def raw_path(corpus: str, name: str) -> str:
-    return f"{RESULTS}/raw/{corpus}/{name}"
+    return paths.RAW.format(corpus=corpus, file=name)
 
 
 def parsed_path(corpus: str, name: str) -> str:
-    return f"{RESULTS}/parsed/{corpus}/{name}.parquet"
+    return paths.PARSED.format(corpus=corpus, file=name)
 
 
 def parse_extra_inputs(study: Study, corpus: str, name: str) -> dict[str, str]:
@@ -124,15 +121,15 @@ def cloud_corpora(study: Study) -> list[str]:
 
 
 def corpus_dir(corpus: str) -> str:
-    return f"{RESULTS}/corpus/{corpus}"
+    return paths.CORPUS.format(corpus=corpus)
 
 
 def vocab_dir(vocab: str) -> str:
-    return f"{RESULTS}/vocab/{vocab}"
+    return paths.VOCAB.format(vocab=vocab)
 
 
 def task_dir(task: str) -> str:
-    return f"{RESULTS}/tasks/{task}"
+    return paths.TASK.format(task=task)
 
 
 def model_dir(study: Study, name: str) -> str:
@@ -142,7 +139,7 @@ def model_dir(study: Study, name: str) -> str:
         return name  # a local directory or hub id given directly as init
     if m.kind == "external":
         return m.checkpoint or name
-    return f"{RESULTS}/{m.kind}/{name}"
+    return paths.MODEL.format(kind=m.kind, model=name)
 
 
 MODEL_FILES = ("model.safetensors", "config.json", "provenance.json")
@@ -206,7 +203,9 @@ def corpus_shards(study: Study, corpus: str) -> int:
 
 def packed_dir(tokenizer: str, corpus: str, seq_len: int, heldout_fraction: float) -> str:
     """One corpus packed at one length: ``shard~N/`` per corpus shard, and their ``index.json``."""
-    return f"{RESULTS}/packed/{tokenizer}/{corpus}/{packed_subdir(seq_len, heldout_fraction)}"
+    # the fraction as Python writes a float back, so that the path reads back the same value
+    heldout = repr(float(heldout_fraction))
+    return paths.PACKED.format(tokenizer=tokenizer, corpus=corpus, seq_len=seq_len, heldout=heldout)
 
 
 def model_packed(study: Study, model: str) -> list[str]:
@@ -243,7 +242,7 @@ def finetune_runs(study: Study) -> Iterator[tuple[str, str, int, int]]:
 
 
 def run_dir(model: str, task: str, fold: int | str, seed: int | str) -> str:
-    return f"{RESULTS}/finetune/{model}/{task}/fold~{fold}/seed~{seed}"
+    return paths.RUN.format(model=model, task=task, fold=fold, seed=seed)
 
 
 def run_metrics(study: Study, *, task: str | None = None, model: str | None = None) -> list[str]:
@@ -306,95 +305,3 @@ def task_directories(study: Study) -> list[str]:
         for name, f in rt.spec.source.files.items()
         if f.directory
     )
-
-
-# Resolved settings handed to each step (written to results/configs/... by local rules).
-
-
-def corpus_settings(study: Study, corpus: str) -> dict[str, Any]:
-    c = study.corpora[corpus]
-    return {
-        "corpus": {
-            "name": corpus,
-            "type": c.type,
-            "shards": c.shards,
-            "restricted": corpus in restricted_marks(study).corpora,
-            "clean": to_dict(c.clean),
-        }
-    }
-
-
-def vocab_settings(study: Study, vocab: str) -> dict[str, Any]:
-    return {"vocab": {"name": vocab, "train": to_dict(study.vocabularies[vocab].train)}}
-
-
-def model_settings(study: Study, model: str) -> dict[str, Any]:
-    m = study.models[model]
-    return {"model": {"name": model, m.kind: to_dict(getattr(m, m.kind))}}
-
-
-def task_settings(study: Study, task: str) -> dict[str, Any]:
-    return {"task": to_dict(study.resolved_tasks[task].spec)}
-
-
-def finetune_settings(study: Study, model: str, task: str) -> dict[str, Any]:
-    rt = study.resolved_tasks[task]
-    marks = restricted_marks(study)
-    return {
-        "model": {"name": model, "restricted": model in marks.models},
-        "task": {**to_dict(rt.spec), "restricted": task in marks.tasks},
-        "finetune": to_dict(rt.finetune),
-    }
-
-
-def report_settings(study: Study, workflow_root: str) -> dict[str, Any]:
-    """Settings of the tables and plots; relative reference CSV paths are taken from the workflow,
-    ``workflow_root`` (best relative to the run directory, so that a moved checkout changes nothing)."""
-    marks = restricted_marks(study)
-    models = {
-        name: {
-            "display": m.display or name,
-            "kind": m.kind,
-            "published": {"lewis": m.published.get("lewis"), "blurb": m.published.get("blurb")},
-            "restricted": name in marks.models,
-        }
-        for name, m in study.models.items()
-        if m.evaluate
-    }
-    tasks = {
-        name: {
-            "display": rt.spec.display,
-            "type": rt.spec.type,
-            "domain": rt.spec.domain,
-            "benchmarks": list(rt.spec.benchmarks),
-            "reference": dict(rt.spec.reference),
-            "metric": rt.spec.metric,
-            "folds": rt.spec.folds,
-            "selection_fold": rt.spec.selection_fold,
-            "restricted": name in marks.tasks,
-            "seeds": list(rt.seeds),
-        }
-        for name, rt in study.resolved_tasks.items()
-    }
-    runs = [
-        {"model": m, "task": t, "fold": f, "seed": s, "metrics": f"{run_dir(m, t, f, s)}/metrics.json"}
-        for m, t, f, s in finetune_runs(study)
-    ]
-    return {
-        "models": models,
-        "tasks": tasks,
-        "runs": runs,
-        "aggregation": to_dict(study.aggregation),
-        "reference": {
-            key: path if path.startswith("/") else f"{workflow_root.rstrip('/')}/{path}"
-            for key, path in to_dict(study.reference).items()
-        },
-        "pretrain_logs": {
-            name: f"{model_dir(study, name)}/train_log.jsonl"
-            for name, m in study.models.items()
-            if m.kind in ("pretrain", "distill")
-        },
-        "vocab_diagnostics": {v: f"{vocab_dir(v)}/diagnostics.json" for v in study.vocabularies},
-        "restricted_models": sorted(marks.models),
-        "restricted_vocabularies": sorted(marks.vocabularies),
-    }

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import PipelineError
-from .typed import help_field as _help
+from ..typed import help_field as _help
 
 # Rules whose jobs take their size from `resources:` (models may override the GPU ones).
 SIZED_RULES = (

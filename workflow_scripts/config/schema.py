@@ -15,9 +15,10 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 import yaml
 
+from ..finetune.settings import FinetuneSettings
 from ..tasks.spec import TaskSpec
-from .study import Study
-from .typed import to_dict
+from .study import FINETUNE_PRECEDENCE, Study
+from ..typed import to_dict
 
 _SCALARS = {bool: "boolean", int: "integer", float: "number", str: "string"}
 
@@ -91,9 +92,12 @@ def study_schema() -> dict[str, Any]:
         "type": "array",
         "items": {"type": "integer"},
     }
+    overrides = dataclass_schema(FinetuneSettings, required=False)
+    for prop in overrides["properties"].values():
+        prop.pop("default", None)
     task_entry["properties"]["finetune"] = {
-        "description": "Fine-tuning hyper-parameter overrides for this task (keys of finetune).",
-        "type": "object",
+        **overrides,
+        "description": FINETUNE_PRECEDENCE,
     }
     schema["properties"]["tasks"]["additionalProperties"] = task_entry
     return {

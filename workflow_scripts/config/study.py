@@ -9,20 +9,20 @@ refers to (vocabulary, corpus, teacher, initial checkpoint) exists.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Optional, Union
+from typing import Any, Literal, Optional
 
 from ..corpus.settings import CleanSettings
 from ..distill.settings import DistillSettings
 from ..errors import PipelineError
 from ..finetune.settings import FinetuneSettings
 from ..pretrain.settings import PretrainSettings
-from ..report.settings import Statistic, Statistics
+from ..report.settings import Aggregation, Published
 from ..tasks import registry
 from ..tasks.spec import TaskSpec
 from ..vocab.settings import VocabSettings
 from .resources import MODEL_RULES, JobResources, check_rules
 from .secrets import refuse_url_credentials
-from .typed import help_field as _help, parse, to_dict
+from ..typed import help_field as _help, parse, to_dict
 
 
 CONTROL_KINDS = ("control", "baseline")
@@ -142,9 +142,9 @@ class ModelEntry:
         "baseline: no model, each task's no-training prediction (majority class, all-O tags, mean score)."
     )
     display: Optional[str] = _help("Label in tables (defaults to the model name).", default=None)
-    published: dict[str, str] = _help(
+    published: Published = _help(
         "Published counterpart per reference table, e.g. {lewis: ours-base+PM+Voc, blurb: PubMedBERT-uncased}.",
-        default_factory=dict,
+        default_factory=Published,
     )
     vocab: Optional[str] = _help("pretrain from scratch: the vocabulary (name in vocabularies).", default=None)
     init: Optional[str] = _help(
@@ -168,26 +168,12 @@ class ModelEntry:
     )
 
 
-@dataclass
-class Aggregation:
-    statistic: Union[Statistic, Statistics] = _help(
-        "Statistic over seeds per benchmark's tables (folded tasks: per fold over seeds, then over the "
-        "reported folds): a mapping {lewis, blurb, other}, or one statistic for every table.",
-        default_factory=Statistics,
-    )
-    bootstrap_samples: int = _help("Bootstrap resamples for each cell's confidence interval.", default=1000)
-    confidence: float = _help("Confidence level of the bootstrap interval.", default=0.95)
-    bootstrap_seed: int = _help("Seed of the bootstrap.", default=0)
-    compare: list[list[str]] = _help(
-        "Pairs of models compared task by task (differences beyond seed noise).", default_factory=list
-    )
-
-    def validate(self, where: str) -> None:
-        if not 0 < self.confidence < 1:
-            raise PipelineError(f"{where}.confidence: must lie between 0 and 1, got {self.confidence}")
-        for i, pair in enumerate(self.compare):
-            if len(pair) != 2:
-                raise PipelineError(f"{where}.compare[{i}]: expected two model names, got {pair}")
+FINETUNE_PRECEDENCE = (
+    "Which value a fine-tuning run uses, key by key: tasks.<name>.finetune in config.yaml, else the "
+    "registry task's finetune, else the top-level finetune, else the built-in default; max_length null at "
+    "every level is the task's max_length. Resolved once when the workflow plans the runs: "
+    "results/configs/finetune/<model>/<task>.yaml holds each value once."
+)
 
 
 @dataclass
@@ -207,12 +193,12 @@ class Study:
     models: dict[str, ModelEntry] = _help("Every model of the study, by name.", default_factory=dict)
     tasks: dict[str, dict[str, Any]] = _help(
         "Benchmark tasks by name: a registry task with overrides, or a complete task spec; "
-        "plus seeds (list) and finetune (hyper-parameter overrides).",
+        "plus seeds (list, replacing the top-level seeds) and finetune (see its description).",
         default_factory=dict,
     )
     seeds: list[int] = _help("Fine-tuning seeds of every task that lists none.", default_factory=lambda: [1, 2, 3, 4, 5])
     finetune: FinetuneSettings = _help(
-        "Fine-tuning defaults; each task's registry defaults and overrides apply on top.",
+        "Fine-tuning defaults of every task. " + FINETUNE_PRECEDENCE,
         default_factory=FinetuneSettings,
     )
     aggregation: Aggregation = _help("How runs become table cells.", default_factory=Aggregation)
@@ -325,11 +311,23 @@ def resolve_task(name: str, entry: dict[str, Any], study: Study) -> ResolvedTask
     spec = registry.resolve(name, overrides)
     seeds = parse(_Seeds, {"seeds": entry.get("seeds", study.seeds)}, where).seeds
     _check_seeds(f"{where}.seeds", seeds)
-    merged = {**to_dict(study.finetune), **spec.hyper, **(entry.get("finetune") or {})}
-    finetune = parse(FinetuneSettings, merged, f"{where}.finetune")
+    finetune = resolve_finetune(study.finetune, spec, entry.get("finetune"), f"{where}.finetune")
     if spec.selection_fold is not None and not 0 <= spec.selection_fold < max(spec.folds, 1):
         raise PipelineError(f"{where}.selection_fold: {spec.selection_fold} is outside 0..{spec.folds - 1}")
     return ResolvedTask(spec=spec, seeds=seeds, finetune=finetune)
+
+
+def resolve_finetune(study: FinetuneSettings, spec: TaskSpec, overrides: Any, where: str) -> FinetuneSettings:
+    """A task's fine-tuning settings, each key taken from the first level that sets it:
+    ``tasks.<name>.finetune`` in the config, the registry task's ``finetune``, the study's ``finetune``;
+    ``max_length`` left null at every level is the task's ``max_length``."""
+    if overrides is not None and not isinstance(overrides, dict):
+        raise PipelineError(f"{where}: expected a mapping of finetune keys, got {overrides!r}")
+    merged = {**to_dict(study), **spec.finetune, **(overrides or {})}
+    finetune = parse(FinetuneSettings, merged, where)
+    if finetune.max_length is None:
+        finetune.max_length = spec.max_length
+    return finetune
 
 
 @dataclass

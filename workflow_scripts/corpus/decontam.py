@@ -1,7 +1,8 @@
 """Decontamination: find pretraining documents that contain benchmark test examples.
 
 Several benchmark test sets are drawn from PubMed abstracts, so a pretraining corpus may
-hold them verbatim. Each text field of each test example is indexed by its word n-grams;
+hold them verbatim. Each text of each test example (the task's prepared ``test_texts.jsonl``)
+is indexed by its word n-grams;
 a document is contaminated when it contains at least ``threshold`` of the n-grams of any
 one test text.
 """
@@ -14,17 +15,6 @@ from pathlib import Path
 from ..errors import PipelineError
 from ..jsonl import read_jsonl
 from .text import word_tokens
-
-TEXT_FIELDS = ("text", "text_a", "text_b", "question", "context", "tokens")
-
-
-def split_files(task_dir: str | Path) -> list[Path]:
-    task_dir = Path(task_dir)
-    files = sorted(task_dir.glob("test.jsonl")) + sorted(task_dir.glob("fold~*/test.jsonl"))
-    if not files:
-        raise PipelineError(f"{task_dir}: no test.jsonl or fold~k/test.jsonl to decontaminate against; "
-                            "prepare the task first or remove it from the corpus's decontamination list")
-    return files
 
 
 def _grams(tokens: list[str], n: int) -> set[int]:
@@ -53,19 +43,23 @@ class NgramIndex:
         for g in grams:
             self.index.setdefault(g, []).append(unit)
 
-    def add_task(self, task_dir: str | Path) -> int:
-        """Index every text field of the task's test split(s); return the number of examples."""
-        task = Path(task_dir).name
+    def add_task(self, path: str | Path) -> int:
+        """Index one task's test texts (its prepared test_texts.jsonl); return the number of examples."""
+        path = Path(path)
+        if not path.is_file():
+            raise PipelineError(
+                f"{path}: no test texts to decontaminate against; prepare the task first "
+                "or remove it from the corpus's decontamination list"
+            )
+        task = path.parent.name
         n = 0
-        for path in split_files(task_dir):
-            for _, ex in read_jsonl(path):
-                n += 1
-                for key in TEXT_FIELDS:
-                    value = ex.get(key)
-                    if isinstance(value, list):
-                        value = " ".join(map(str, value))
-                    if isinstance(value, str) and value:
-                        self.add(value, task)
+        for line, ex in read_jsonl(path):
+            texts = ex.get("texts") if isinstance(ex, dict) else None
+            if not isinstance(texts, list):
+                raise PipelineError(f"{path}:{line}: expected a record with a list 'texts'; prepare the task again")
+            n += 1
+            for text in texts:
+                self.add(text, task)
         return n
 
     def match(self, text: str) -> str | None:

@@ -75,7 +75,7 @@ def read_info(path: str | Path) -> dict[str, Any]:
         raise PipelineError(f"{path}: unreadable Parquet file ({exc}); run the parse step again") from exc
     if META_KEY not in meta:
         raise PipelineError(f"{path}: not a parsed corpus file (no {META_KEY.decode()} metadata); "
-                            "produce it with workflow_scripts.corpus.parse")
+                            "produce it with workflow_scripts.corpus.parse_corpus_file")
     return json.loads(meta[META_KEY])
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Literal
 
 
-from ..config.typed import parse, read_yaml
+from ..typed import load_settings, view
 from ..errors import PipelineError
 
 
@@ -80,27 +80,33 @@ class DecontaminationOptions:
 
 
 @dataclass
-class CleanSettings:
-    min_words: int = field(default=128, metadata={
-        "help": "drop documents with fewer whitespace-separated words (PubMedBERT used 128)"})
-    languages: list[str] = field(default_factory=lambda: ["en"], metadata={
-        "help": "keep documents whose detected language (ISO 639-1: en, fr, de, es, it, pt) is listed; "
-                "texts too short to tell are kept; empty = no language filter"})
+class SourceOptions:
+    """The part of ``clean`` that downloading and parsing read (they run once per raw file)."""
+
     drop_retracted: bool = field(default=True, metadata={"help": "drop retracted articles"})
-    exact_dedup: bool = field(default=True, metadata={
-        "help": "drop documents whose normalised text equals an earlier one"})
     near_dedup: NearDedupOptions = field(default_factory=NearDedupOptions, metadata={
         "help": "near-duplicate removal"})
-    decontamination: DecontaminationOptions = field(default_factory=DecontaminationOptions, metadata={
-        "help": "removal of documents overlapping benchmark test sets (given with --decontaminate)"})
-    sentence_split: bool = field(default=False, metadata={
-        "help": "write one sentence per line (paragraphs stay separated by a blank line)"})
     on_malformed: Literal["error", "skip"] = field(default="error", metadata={
         "help": "a malformed record or archive member: error = stop naming it; skip = count it under "
                 "'malformed' in stats.json"})
     pubmed: PubmedOptions = field(default_factory=PubmedOptions, metadata={"help": "PubMed options"})
     pmc: PmcOptions = field(default_factory=PmcOptions, metadata={"help": "PMC options"})
     mimic: MimicOptions = field(default_factory=MimicOptions, metadata={"help": "MIMIC-III options"})
+
+
+@dataclass
+class CleanSettings(SourceOptions):
+    min_words: int = field(default=128, metadata={
+        "help": "drop documents with fewer whitespace-separated words (PubMedBERT used 128)"})
+    languages: list[str] = field(default_factory=lambda: ["en"], metadata={
+        "help": "keep documents whose detected language (ISO 639-1: en, fr, de, es, it, pt) is listed; "
+                "texts too short to tell are kept; empty = no language filter"})
+    exact_dedup: bool = field(default=True, metadata={
+        "help": "drop documents whose normalised text equals an earlier one"})
+    decontamination: DecontaminationOptions = field(default_factory=DecontaminationOptions, metadata={
+        "help": "removal of documents overlapping benchmark test sets (given with --decontaminate)"})
+    sentence_split: bool = field(default=False, metadata={
+        "help": "write one sentence per line (paragraphs stay separated by a blank line)"})
 
     def validate(self, where: str) -> None:
         if self.min_words < 0:
@@ -121,13 +127,25 @@ class CorpusSettings:
             raise PipelineError(f"{where}.shards: must be >= 1, got {self.shards}")
 
 
+@dataclass
+class ParseCorpusSettings:
+    """What parsing a raw file and downloading a PMC cloud batch read: ``corpus`` in their settings file."""
+
+    name: str = field(metadata={"help": "corpus name (results/corpus/<name>)"})
+    type: Literal["pubmed", "pmc", "mimic"] = field(metadata={"help": "raw source format"})
+    restricted: bool = field(default=False, metadata={
+        "help": "derived from credentialed data (always true for mimic)"})
+    clean: SourceOptions = field(default_factory=SourceOptions, metadata={"help": "parsing options"})
+
+
+def parse_view(settings: CorpusSettings) -> ParseCorpusSettings:
+    """The parse step's part of a corpus's settings (what the workflow writes for it)."""
+    return view(ParseCorpusSettings, settings, clean=view(SourceOptions, settings.clean))
+
+
 def load(path: str | Path) -> CorpusSettings:
-    """Read the ``corpus`` key of a settings YAML; errors in ``clean`` name ``corpora.<name>.clean``."""
-    data = read_yaml(path)
-    if not isinstance(data, dict) or not isinstance(data.get("corpus"), dict):
-        raise PipelineError(f"{path}: missing top-level mapping 'corpus'")
-    raw = dict(data["corpus"])
-    clean = raw.pop("clean", None)
-    settings = parse(CorpusSettings, raw, f"{path}:corpus")
-    settings.clean = parse(CleanSettings, clean, f"corpora.{settings.name}.clean")
-    return settings
+    return load_settings(path, CorpusSettings, "corpus")
+
+
+def load_parse(path: str | Path) -> ParseCorpusSettings:
+    return load_settings(path, ParseCorpusSettings, "corpus")

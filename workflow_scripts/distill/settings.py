@@ -78,7 +78,7 @@ class DistillSettings(PretrainSettings):
 
 
 @dataclass
-class DistillEntry:
+class DistillModelSettings:
     """The ``model`` key of the settings file written by the workflow."""
 
     name: str = field(metadata={"help": "Student name (the results/distill/<name> directory)."})

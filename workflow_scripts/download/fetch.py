@@ -1,8 +1,8 @@
 """Download one file, verified, resumable and retried.
 
-Usage: python -m workflow_scripts.download.fetch --url URL --out PATH
-           [--md5-url URL | --md5 HEX | --sha256-url URL | --sha256 HEX] [--retries N] [--restricted]
-           [--directory] [--access TEXT --local-dir-key KEY] [--sha256-key KEY]
+    python -m workflow_scripts.download.fetch --url URL --out PATH \\
+        [--md5-url URL | --md5 HEX | --sha256-url URL | --sha256 HEX] [--retries N] [--restricted] \\
+        [--directory] [--access TEXT --local-dir-key KEY] [--sha256-key KEY]
 
 Data goes to ``PATH.part``; after a dropped connection the next attempt asks for the rest
 with an HTTP Range request. The finished file is checked against the expected digest
@@ -242,7 +242,7 @@ def fetch(url: str, out: str | Path, *, algo: str | None = None, digest: str | N
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description="Download one file with verification, resume and retries.")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--url", help="http(s) or file URL, or a local path")
     ap.add_argument("--out", required=True, help="destination path")
     group = ap.add_mutually_exclusive_group()

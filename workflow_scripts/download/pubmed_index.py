@@ -1,7 +1,7 @@
 """The files of a PubMed release, as listed by the server's directory index.
 
-Usage: python -m workflow_scripts.download.pubmed_index --url https://ftp.ncbi.nlm.nih.gov/pubmed/baseline/
-           --out results/raw/pubmed/{release}/baseline.txt [--year 26] [--retries N]
+    python -m workflow_scripts.download.pubmed_index --url https://ftp.ncbi.nlm.nih.gov/pubmed/baseline/ \\
+        --out results/raw/pubmed/{release}/baseline.txt [--year 26] [--retries N]
 
 Writes one file name per line (ascending), the application order of the parse jobs.
 ``release_files`` names the files of a release without the network, for dry runs.
@@ -36,7 +36,7 @@ def release_files(year: int, first: int, last: int) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description="List the data files of a PubMed baseline or update directory.")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--url", required=True, help="directory URL (baseline/ or updatefiles/)")
     ap.add_argument("--out", required=True, help="text file to write, one file name per line")
     ap.add_argument("--year", type=int, help="keep only files of this release year (e.g. 26 or 2026)")

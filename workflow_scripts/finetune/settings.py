@@ -1,15 +1,13 @@
-"""Settings of one fine-tuning run: the model, the resolved task and the hyper-parameters."""
+"""Settings of one fine-tuning run: the model, the part of the task it reads, and the hyper-parameters."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import Literal, Optional, Union
 
-
-from ..config.typed import parse, read_yaml, to_dict
+from ..typed import load_settings
 from ..errors import PipelineError
-from ..tasks.spec import TaskSpec
 
 
 @dataclass
@@ -130,48 +128,42 @@ class FinetuneSettings:
 
 
 @dataclass
-class ModelInfo:
+class FinetuneModel:
     name: str = field(metadata={"help": "model name (the {model} wildcard)"})
-    restricted: bool = field(
-        default=False, metadata={"help": "the model was trained on credentialed data (MIMIC-III)"}
-    )
+    restricted: bool = field(default=False, metadata={"help": "the model was trained on credentialed data (MIMIC-III)"})
 
 
 @dataclass
-class RunSettings:
-    model: ModelInfo = field(metadata={"help": "the model being fine-tuned"})
-    task: TaskSpec = field(metadata={"help": "the resolved task registry entry"})
+class FinetuneTask:
+    """The part of a task a fine-tuning run reads (labels and tables are the report's)."""
+
+    name: str = field(metadata={"help": "task name (the {task} wildcard)"})
+    type: Literal["ner", "pico", "relation", "similarity", "doc_classification", "qa", "nli"] = field(
+        metadata={"help": "task type; decides the model head and the decoding"}
+    )
+    metric: Union[str, dict[str, str]] = field(
+        metadata={"help": "metric name, or one per benchmark; dev selection maximises the first"}
+    )
+    labels: list[str] = field(default_factory=list, metadata={"help": "label set (empty: taken from the data)"})
+    negative_label: Optional[str] = field(default=None, metadata={"help": "the 'no relation' class of micro-F1"})
+    folds: int = field(default=0, metadata={"help": "0 = fixed train/dev/test; k = k cross-validation folds"})
+    restricted: bool = field(default=False, metadata={"help": "credentialed data (i2b2, MedNLI)"})
+
+
+@dataclass
+class FinetuneRunSettings:
+    """Everything one fine-tuning run reads, resolved while the workflow plans it."""
+
+    model: FinetuneModel = field(metadata={"help": "the model being fine-tuned"})
+    task: FinetuneTask = field(metadata={"help": "the task's labels, metric and folds"})
     finetune: FinetuneSettings = field(
         default_factory=FinetuneSettings, metadata={"help": "fine-tuning hyper-parameters"}
     )
 
-
-def resolve(data: Any, where: str) -> RunSettings:
-    """Build the run settings; the task's default hyper-parameters fill keys the run leaves unset."""
-    if not isinstance(data, dict):
-        raise PipelineError(f"{where}: expected a mapping with keys model, task, finetune")
-    unknown = sorted(set(data) - {"model", "task", "finetune"})
-    if unknown:
-        raise PipelineError(f"{where}: unknown key {unknown[0]!r} (allowed: finetune, model, task)")
-    for key in ("model", "task"):
-        if key not in data:
-            raise PipelineError(f"{where}.{key}: required key is missing")
-    model = parse(ModelInfo, data["model"], f"{where}.model")
-    task = parse(TaskSpec, data["task"], f"{where}.task")
-    explicit = data.get("finetune") or {}
-    if not isinstance(explicit, dict):
-        raise PipelineError(f"{where}.finetune: expected a mapping, got {explicit!r}")
-    try:
-        parse(FinetuneSettings, task.hyper, f"{where}.task.hyper")
-    except PipelineError as exc:
-        raise PipelineError(f"{exc} (task.hyper holds finetune keys)") from exc
-    finetune = parse(FinetuneSettings, {**task.hyper, **explicit}, f"{where}.finetune")
-    return RunSettings(model=model, task=task, finetune=finetune)
+    def validate(self, where: str) -> None:
+        if self.finetune.max_length is None:
+            raise PipelineError(f"{where}.finetune.max_length: the resolved settings need the sequence length")
 
 
-def load(path: str | Path) -> RunSettings:
-    return resolve(read_yaml(path), str(path))
-
-
-def as_dict(settings: RunSettings) -> dict[str, Any]:
-    return to_dict(settings)
+def load(path: str | Path) -> FinetuneRunSettings:
+    return load_settings(path, FinetuneRunSettings)

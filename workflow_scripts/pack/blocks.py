@@ -6,7 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..pretrain.data import SPECIAL, Specials
+from ..tokenizer import Specials
+from .format import SPECIAL
 
 
 def cut_blocks(ids: np.ndarray, flags: np.ndarray, seq_len: int, specials: Specials,

@@ -16,7 +16,7 @@ from ..errors import PipelineError
 from ..provenance import sha256_file
 from .index import build_index
 from .keys import pack_key, packed_subdir, tokenizer_digest
-from .shard import pack_shard
+from .pack import pack_shard
 
 
 def corpus_shards(corpus_dir: Path) -> list[Path]:

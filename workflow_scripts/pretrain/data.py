@@ -3,56 +3,18 @@
 The pack stage (workflow_scripts/pack) writes, per corpus shard, blocks of ``seq_len``
 token ids wrapped as ``[CLS] ... [SEP]`` (``<s> ... </s>``) and beside them a flag per
 token recording where words start, so whole-word masking works for every tokenizer
-family. Documents are assigned to the held-out split by a hash of their id, so the split
-does not depend on the seed or on the model.
+family (the flags and the held-out split are defined in workflow_scripts/pack/format.py).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
 from ..errors import PipelineError
-
-# per-token flags
-CONTINUATION, WORD_START, SPECIAL = 0, 1, 2
-
-
-def is_heldout(doc_id: str, fraction: float) -> bool:
-    if fraction <= 0:
-        return False
-    h = int.from_bytes(hashlib.blake2b(doc_id.encode("utf-8"), digest_size=8).digest(), "big")
-    return h / 2**64 < fraction
-
-
-@dataclass(frozen=True)
-class Specials:
-    cls: int
-    sep: int
-    mask: int
-    pad: int
-    vocab_size: int
-
-    @classmethod
-    def of(cls, tokenizer, where: str) -> "Specials":
-        ids = {
-            "cls": tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id,
-            "sep": tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id,
-            "mask": tokenizer.mask_token_id,
-            "pad": tokenizer.pad_token_id,
-        }
-        missing = [k for k, v in ids.items() if v is None]
-        if missing:
-            raise PipelineError(
-                f"{where}: the tokenizer has no {'/'.join(missing)} token; masked-language modelling needs "
-                "[CLS]/[SEP]/[MASK]/[PAD] (or <s>/</s>/<mask>/<pad>)"
-            )
-        return cls(vocab_size=len(tokenizer), **ids)
 
 
 class PackedBlocks:

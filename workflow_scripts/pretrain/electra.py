@@ -10,7 +10,6 @@ with batch b match 1 process with batch 2b only in distribution.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 from typing import Any, Callable
 
@@ -20,9 +19,9 @@ from torch import nn
 from transformers import ElectraConfig, ElectraForMaskedLM, ElectraForPreTraining
 
 from ..errors import PipelineError
-from .data import Specials
-from .loop import EVAL_SEED, NO_HELDOUT, Job, autocast, has_heldout, heldout_batches
-from .model import check_vocab, load_tokenizer, masked_hidden, train_flops_per_token
+from ..tokenizer import Specials, load_tokenizer
+from .loop import EVAL_SEED, NO_HELDOUT, Job, has_heldout, heldout_sums, heldout_summary
+from .model import check_vocab, masked_hidden, train_flops_per_token
 from .settings import ElectraSettings, PretrainSettings
 
 GENERATOR_DIR = "generator"
@@ -159,26 +158,13 @@ def evaluate(job: Job) -> dict[str, Any]:
     if not has_heldout(job):
         return dict(NO_HELDOUT)
     objective: ElectraObjective = job.objective
-    was_training = objective.training
-    objective.eval()
     objective.sample_with = torch.Generator().manual_seed(EVAL_SEED)
-    sums = {"generator": 0.0, "discriminator": 0.0, "rtd_accuracy": 0.0}
-    masked_count = tokens = 0
     try:
-        for masked, positions, labels in heldout_batches(job):
-            with autocast(job.settings, job.dist.device):
-                _, stats = objective(masked, positions, labels, {"masked": 1.0, "tokens": 1.0})
-            for key in sums:
-                sums[key] += float(stats[key])
-            masked_count += len(positions)
-            tokens += masked.numel()
+        sums, masked_count, tokens = heldout_sums(job, objective, ("generator", "discriminator", "rtd_accuracy"))
     finally:
         objective.sample_with = None
-        objective.train(was_training)
-    mlm = sums["generator"] / max(masked_count, 1)
     return {
-        "heldout_loss": mlm, "heldout_perplexity": math.exp(min(mlm, 50.0)),
+        **heldout_summary(job, sums["generator"], masked_count),
         "heldout_discriminator_loss": sums["discriminator"] / max(tokens, 1),
         "heldout_rtd_accuracy": sums["rtd_accuracy"] / max(tokens, 1),
-        "heldout_blocks": min(len(job.heldout), job.settings.heldout_max_blocks), "heldout_masked_tokens": masked_count,
     }

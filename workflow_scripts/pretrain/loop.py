@@ -7,8 +7,9 @@ over this micro-batch and divided by them is its share of the global mean (DDP t
 averages over processes). ``stats`` holds detached components normalised the same way,
 ``stats["loss"]`` the total; other keys are logged as ``loss_<key>``, except rates
 (``*_accuracy``, ``*_fraction``), logged under their own name. The loop owns everything
-else: data order, dynamic masking, gradient accumulation, data parallelism, mixed
-precision, schedule, logging, checkpoints, SIGTERM, the held-out evaluation.
+else: data order, dynamic masking, gradient accumulation, data parallelism, logging,
+checkpoints, SIGTERM, the held-out evaluation; optimiser, learning-rate curve, mixed
+precision and seeding are the shared recipe of ``workflow_scripts.optim``.
 
 The loss of a step is the sum over the global batch's masked tokens divided by their
 number, whatever the split into processes and micro-batches, so 2 processes with batch
@@ -33,10 +34,12 @@ import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
+from .. import optim
 from ..errors import PipelineError
 from ..progress import progress
+from ..tokenizer import Specials
 from . import checkpoint as ckpt
-from .data import BlockOrder, PackedCorpus, Specials
+from .data import BlockOrder, PackedCorpus
 from .dist import Dist
 from .masking import apply_mask, draw, step_generator
 from .model import MLMObjective
@@ -70,26 +73,6 @@ class Job:
     companions: dict[str, nn.Module] = field(default_factory=dict)  # further models exported into <out>/<key>/
 
 
-def param_groups(module: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
-    decay, no_decay = [], []
-    for name, p in module.named_parameters():
-        if not p.requires_grad:
-            continue
-        (no_decay if p.ndim < 2 or "LayerNorm" in name or "layer_norm" in name else decay).append(p)
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-
-
-def lr_lambda(max_steps: int, warmup_ratio: float) -> Callable[[int], float]:
-    warmup = int(warmup_ratio * max_steps)
-
-    def f(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / warmup
-        return max(0.0, (max_steps - step) / max(1, max_steps - warmup))
-
-    return f
-
-
 def peak_tflops(settings: PretrainSettings, device: torch.device) -> float | None:
     if settings.peak_tflops is not None:
         return settings.peak_tflops
@@ -103,12 +86,6 @@ def memory_mb(device: torch.device) -> float:
     if device.type == "cuda":
         return torch.cuda.max_memory_allocated(device) / 2**20
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-def autocast(settings: PretrainSettings, device: torch.device):
-    if device.type != "cuda" or settings.precision == "fp32":
-        return contextlib.nullcontext()
-    return torch.autocast("cuda", dtype=torch.bfloat16 if settings.precision == "bf16" else torch.float16)
 
 
 def to_device(t: torch.Tensor, device: torch.device) -> torch.Tensor:
@@ -177,21 +154,18 @@ def _train(job: Job, stop_after: int | None) -> dict[str, Any] | None:
     specials = Specials.of(job.tokenizer, "tokenizer")
     steps_per_phase = s.phase_steps()
     objective = job.objective.to(d.device)
-    optimizer = torch.optim.AdamW(
-        param_groups(objective, s.weight_decay), lr=s.peak_lr(), betas=tuple(s.betas), eps=s.eps,
-        fused=d.device.type == "cuda",
+    update = optim.updater(
+        objective, lr=s.peak_lr(), weight_decay=s.weight_decay, eps=s.eps, betas=s.betas,
+        total_steps=s.max_steps, warmup_ratio=s.warmup_ratio, precision=s.precision, device=d.device,
     )
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(s.max_steps, s.warmup_ratio))
-    scaler = torch.amp.GradScaler("cuda", enabled=d.device.type == "cuda" and s.precision == "fp16")
 
+    # dropout and ELECTRA's draws follow the seed also for a loaded model; a resumed run restores its own states
+    optim.seed_everything(s.seed)
     resumed = ckpt.load_latest(job.state_dir, job.digest, d.rank)
     start = 0
     if resumed is not None:
         objective.load_state_dict(resumed.payload["trainable"])
-        optimizer.load_state_dict(resumed.payload["optimizer"])
-        scheduler.load_state_dict(resumed.payload["scheduler"])
-        if "scaler" in resumed.payload:
-            scaler.load_state_dict(resumed.payload["scaler"])
+        update.load_state_dict(resumed.payload)
         if "rng" in resumed.payload:
             ckpt.set_rng_state(resumed.payload["rng"])
         start = resumed.step
@@ -210,10 +184,7 @@ def _train(job: Job, stop_after: int | None) -> dict[str, Any] | None:
 
     def checkpoint(step: int, export: bool = True) -> None:
         if d.main:
-            payload = {
-                "step": step, "digest": job.digest, "trainable": objective.state_dict(),
-                "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict(),
-            }
+            payload = {"step": step, "digest": job.digest, "trainable": objective.state_dict(), **update.state_dict()}
             model = job.model if export and s.export_checkpoints else None
             ckpt.save_state(job.state_dir, step, payload, model, job.tokenizer)
         d.barrier()
@@ -259,21 +230,12 @@ def _train(job: Job, stop_after: int | None) -> dict[str, Any] | None:
                 batch = [to_device(t, d.device) for t in (masked[rows], positions, labels)]
                 sync = contextlib.nullcontext() if d.world == 1 or k == n_micro - 1 else runner.no_sync()
                 with sync:
-                    with autocast(s, d.device):
+                    with optim.autocast(d.device, s.precision):
                         loss, stats = runner(*batch, norms)
-                    scaler.scale(loss).backward()
+                    update.backward(loss)
                 for key, v in stats.items():  # kept on the device: no synchronisation until a log line
                     acc[key] = acc.get(key, 0.0) + v
-            if s.grad_clip > 0:
-                scaler.unscale_(optimizer)
-                grad_norm = torch.nn.utils.clip_grad_norm_(objective.parameters(), s.grad_clip)
-            else:
-                grad_norm = None
-            scaler.step(optimizer)
-            scaler.update()
-            optimizer.zero_grad(set_to_none=True)
-            lr = scheduler.get_last_lr()[0]
-            scheduler.step()
+            grad_norm, lr = update.step(objective.parameters(), s.grad_clip)
             acc_steps += 1
             acc_tokens += s.batch_size * L
             done = step + 1
@@ -344,20 +306,38 @@ def has_heldout(job: Job) -> bool:
 
 
 @torch.no_grad()
+def heldout_sums(job: Job, objective: nn.Module, keys: tuple[str, ...]) -> tuple[dict[str, float], int, int]:
+    """Sums of the objective's ``stats[key]`` over the held-out blocks, in evaluation mode and the run's
+    precision, with the masked and the total token counts (per-token figures are sum / count)."""
+    modes = [(m, m.training) for m in objective.modules()]
+    objective.eval()
+    sums, masked_count, tokens = dict.fromkeys(keys, 0.0), 0, 0
+    try:
+        for masked, positions, labels in heldout_batches(job):
+            with optim.autocast(job.dist.device, job.settings.precision):
+                _, stats = objective(masked, positions, labels, {"masked": 1.0, "tokens": 1.0})
+            for key in sums:
+                sums[key] += float(stats[key])
+            masked_count += len(positions)
+            tokens += masked.numel()
+    finally:
+        for module, mode in modes:
+            module.training = mode
+    return sums, masked_count, tokens
+
+
+def heldout_summary(job: Job, mlm_sum: float, masked_count: int) -> dict[str, Any]:
+    loss = mlm_sum / max(masked_count, 1)
+    return {
+        "heldout_loss": loss, "heldout_perplexity": math.exp(min(loss, 50.0)),
+        "heldout_blocks": min(len(job.heldout), job.settings.heldout_max_blocks), "heldout_masked_tokens": masked_count,
+    }
+
+
+@torch.no_grad()
 def evaluate(job: Job) -> dict[str, Any]:
     """MLM loss per masked token on the held-out blocks, with masks fixed across models."""
     if not has_heldout(job):
         return dict(NO_HELDOUT)
-    objective = MLMObjective(job.model).to(job.dist.device)
-    was_training = job.model.training
-    job.model.eval()
-    total, count = 0.0, 0.0
-    for masked, positions, labels in heldout_batches(job):
-        with autocast(job.settings, job.dist.device):
-            _, stats = objective(masked, positions, labels, {"masked": 1.0, "tokens": 1.0})
-        total += float(stats["mlm"])
-        count += len(positions)
-    job.model.train(was_training)
-    loss = total / max(count, 1.0)
-    n = min(len(job.heldout), job.settings.heldout_max_blocks)
-    return {"heldout_loss": loss, "heldout_perplexity": math.exp(min(loss, 50.0)), "heldout_blocks": n, "heldout_masked_tokens": int(count)}
+    sums, masked_count, _ = heldout_sums(job, MLMObjective(job.model).to(job.dist.device), ("mlm",))
+    return heldout_summary(job, sums["mlm"], masked_count)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .data import SPECIAL
+from ..pack.format import SPECIAL
 
 
 @dataclass(frozen=True)

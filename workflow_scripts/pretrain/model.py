@@ -11,24 +11,10 @@ from torch import nn
 from transformers import AutoModelForMaskedLM, AutoTokenizer, BertConfig, BertForMaskedLM, RobertaConfig, RobertaForMaskedLM
 
 from ..errors import PipelineError
-from .data import Specials
+from ..tokenizer import Specials, looks_local
 from .settings import PretrainSettings
 
 log = logging.getLogger(__name__)
-
-
-def load_tokenizer(path: str, where: str):
-    p = Path(path)
-    if not p.is_dir():
-        raise PipelineError(f"{path}: tokenizer directory not found; build the vocabulary first (results/vocab/<name>)")
-    try:
-        return AutoTokenizer.from_pretrained(str(p))
-    except Exception as exc:  # transformers raises many types for unreadable tokenizer dirs
-        raise PipelineError(f"{path}: not a tokenizer directory AutoTokenizer can load ({exc})") from exc
-
-
-def looks_local(ref: str) -> bool:
-    return Path(ref).exists() or ref.startswith((".", "/", "~")) or ref.startswith("results/") or ref.count("/") > 1
 
 
 def load_pretrained(ref: str, role: str, attention: str = "sdpa"):

@@ -177,7 +177,7 @@ class PretrainSettings:
 
 
 @dataclass
-class ModelEntry:
+class PretrainModelSettings:
     """The ``model`` key of the settings file written by the workflow."""
 
     name: str = field(metadata={"help": "Model name (the results/pretrain/<name> directory)."})

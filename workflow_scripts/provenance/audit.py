@@ -1,6 +1,6 @@
 """Trace a table cell back to the raw files and verify every recorded checksum.
 
-Usage: python -m workflow_scripts.provenance <table.csv | tables dir> <model> <task> [--root DIR] [--json]
+    python -m workflow_scripts.provenance <table.csv | tables dir> <model> <task> [--root DIR] [--json]
 
 The tables' provenance.json lists the runs behind each cell; from each run's metrics file the
 audit follows the ``provenance`` pointer of every input, recursively, through fine-tuning,
@@ -326,7 +326,9 @@ def format_text(a: Audit) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m workflow_scripts.provenance", description="Trace a table cell to its raw files and verify checksums."
+        prog="python -m workflow_scripts.provenance",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("table", help="a table CSV (medians.csv, groups.csv, blurb.csv) or the tables directory")
     parser.add_argument("model", help="model name or display name")

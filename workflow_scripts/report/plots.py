@@ -1,7 +1,7 @@
 """Figures: per-task scores with the spread over seeds, pretraining loss, schedule, speed
 and memory curves, vocabulary fragmentation.
 
-Usage: python -m workflow_scripts.report.plots --settings results/configs/report.yaml --out results/tables
+    python -m workflow_scripts.report.plots --settings results/configs/report.yaml --out results/tables
 
 Always writes scores.png, pretrain_loss.png, pretrain_speed.png and vocab_fragmentation.png, then
 plots.provenance.json. A figure whose inputs are absent (no runs yet, no pretraining logs or
@@ -25,7 +25,7 @@ import numpy as np  # noqa: E402
 from .. import provenance  # noqa: E402
 from ..atomic import atomic_file  # noqa: E402
 from ..cli import run  # noqa: E402
-from ..config.typed import to_dict  # noqa: E402
+from ..typed import to_dict  # noqa: E402
 from ..errors import PipelineError  # noqa: E402
 from ..tasks.metrics import LABELS  # noqa: E402
 from . import controls  # noqa: E402

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Optional, Union
 
-from ..config.typed import load_settings
+from ..typed import load_settings
 from ..errors import PipelineError
 from ..tasks.metrics import check_task_metric, metric_for, metric_names
 from ..tasks.spec import BENCHMARKS
@@ -36,7 +36,7 @@ class Published:
 
 
 @dataclass
-class ModelEntry:
+class ReportModel:
     display: str = field(metadata={"help": "Name shown in table headers and plot legends."})
     kind: Literal["pretrain", "distill", "external", "control", "baseline"] = field(
         default="pretrain",
@@ -168,7 +168,7 @@ class ReferencePaths:
 
 @dataclass
 class ReportSettings:
-    models: dict[str, ModelEntry] = field(default_factory=dict, metadata={"help": "Models shown in the tables, by name."})
+    models: dict[str, ReportModel] = field(default_factory=dict, metadata={"help": "Models shown in the tables, by name."})
     tasks: dict[str, TaskEntry] = field(default_factory=dict, metadata={"help": "Tasks shown in the tables, by name, in display order."})
     runs: list[RunEntry] = field(default_factory=list, metadata={"help": "Every fine-tuning run expected behind the tables."})
     aggregation: Aggregation = field(default_factory=Aggregation, metadata={"help": "How runs are summarised and compared."})

@@ -1,6 +1,6 @@
 """Median tables, group means, the BLURB score, spread and paired comparisons.
 
-Usage: python -m workflow_scripts.report.tables --settings results/configs/report.yaml --out results/tables
+    python -m workflow_scripts.report.tables --settings results/configs/report.yaml --out results/tables
 
 Writes to --out: medians.{csv,md,tex} (tasks x models as in Lewis et al. Table 7, each task in
 its benchmark's metric and statistic, Lewis et al.'s where it is in both; group means at the
@@ -22,7 +22,7 @@ from typing import Optional, Sequence
 from .. import provenance
 from ..cli import run
 from ..atomic import write_text
-from ..config.typed import to_dict
+from ..typed import to_dict
 from . import controls, render
 from ..tasks.metrics import LABELS
 from .aggregate import (Cell, SummaryRow, blurb_scores, build_cells, compare, lewis_groups, missing_runs,

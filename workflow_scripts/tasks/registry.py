@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 import yaml
 
-from ..config.typed import parse
+from ..typed import parse
 from ..errors import PipelineError
 from .metrics import check_task_metric
 from .readers import READERS

@@ -115,9 +115,12 @@ class TaskSpec:
             "counts go into the data card and provenance, and the run goes on"
         },
     )
-    hyper: dict[str, Any] = field(
+    finetune: dict[str, Any] = field(
         default_factory=dict,
-        metadata={"help": "default fine-tuning hyper-parameters of this task (FinetuneSettings keys)"},
+        metadata={
+            "help": "fine-tuning settings of this task (keys of the top-level finetune); they override "
+            "the study's finetune and are overridden by tasks.<name>.finetune in config.yaml"
+        },
     )
     restricted: bool = field(
         default=False, metadata={"help": "credentialed data (i2b2, MedNLI)"}
@@ -166,3 +169,22 @@ class TaskSpec:
             raise PipelineError(f"{where}.benchmarks: unknown benchmark {bad[0]!r} ({', '.join(BENCHMARKS)})")
         if self.max_length < 8:
             raise PipelineError(f"{where}.max_length: {self.max_length} is too short (at least 8)")
+
+
+@dataclass
+class PrepareTaskSettings:
+    """What task preparation reads: the source, the splits and the label set (``task`` key of the settings file)."""
+
+    name: str = field(metadata={"help": "task name (results/tasks/<name>)"})
+    type: Literal["ner", "pico", "relation", "similarity", "doc_classification", "qa", "nli"] = field(
+        metadata={"help": "task type; decides the normalised schema"}
+    )
+    format: str = field(metadata={"help": "reader name (canonical format)"})
+    source: TaskSource = field(metadata={"help": "where the raw files come from"})
+    splits: dict[str, str] = field(metadata={"help": "train/dev/test -> file in the raw dir"})
+    folds: int = field(default=0, metadata={"help": "0 = fixed train/dev/test; k = k cross-validation folds"})
+    labels: list[str] = field(default_factory=list, metadata={"help": "label set"})
+    negative_label: Optional[str] = field(default=None, metadata={"help": "the 'no relation' class"})
+    expected_counts: dict[str, int] = field(default_factory=dict, metadata={"help": "split -> number of examples"})
+    expected_counts_checked: bool = field(default=False, metadata={"help": "a count mismatch stops the run"})
+    restricted: bool = field(default=False, metadata={"help": "credentialed data (i2b2, MedNLI)"})

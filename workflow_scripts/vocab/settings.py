@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Literal, Optional
 
 from ..errors import PipelineError
-from ..config.typed import help_field as _help
+from ..typed import help_field as _help
 
 Algorithm = Literal["bpe", "wordpiece", "sentencepiece_unigram", "sentencepiece_bpe"]
 Family = Literal["bert", "roberta"]
@@ -71,6 +71,6 @@ class VocabSettings:
 
 
 @dataclass
-class VocabStage:
+class TrainVocabSettings:
     name: str = _help("Name of the vocabulary (its directory under results/vocab).")
     train: VocabSettings = _help("How the vocabulary is learned.", default_factory=VocabSettings)

@@ -1,6 +1,6 @@
 """Task-agnostic distillation of a teacher into a student, on the pretraining loop.
 
-    python -m workflow_scripts.distill.train --settings S.yaml --teacher results/pretrain/T \
+    python -m workflow_scripts.distill.distill --settings S.yaml --teacher results/pretrain/T \\
         --packed results/packed/T/A/seq~128/heldout~0.01/index.json [...] [--init MODEL_DIR] --out results/distill/S
 
 (``--corpus results/corpus/A`` instead packs the corpus under ``<out>/packed`` first.)
@@ -12,7 +12,7 @@ MLM from the same initialisation for the same steps, without a teacher forward p
 from __future__ import annotations
 
 import argparse
-import contextlib
+import functools
 import logging
 from pathlib import Path
 from typing import Sequence
@@ -20,30 +20,26 @@ from typing import Sequence
 import torch
 from transformers.utils import logging as hf_logging
 
-from .. import provenance
+from .. import optim, provenance
 from ..cli import run
-from ..config.typed import load_settings, to_dict
+from ..typed import load_settings, to_dict
 from ..errors import PipelineError
 from ..pretrain import dist as distributed
 from ..pretrain.loop import Job
 from ..pretrain.model import MLMObjective, build_model, check_vocab, load_pretrained
-from ..pretrain.run import data_inputs, execute, flops_fn, open_data, resume_digest, training_key
+from ..pretrain.engine import add_data_arguments, data_inputs, execute, flops_fn, open_data, resume_digest, training_key
 from .objective import DistillObjective
-from .settings import DistillEntry, DistillSettings
+from .settings import DistillModelSettings, DistillSettings
 from .student import check_embedding_rows, freeze, from_teacher_layers, layer_map, same_vocabulary, teacher_layers
 
-log = logging.getLogger("distill")
+log = logging.getLogger(__name__)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--settings", required=True, help="YAML with top-level key 'model: {name, distill}'")
     ap.add_argument("--teacher", required=True, help="teacher checkpoint directory (or hub id)")
-    data = ap.add_mutually_exclusive_group(required=True)
-    data.add_argument("--packed", nargs="+", action="extend",
-                      help="index.json of packed corpora (the pack stage), one per corpus and sequence length")
-    data.add_argument("--corpus", nargs="+", action="extend",
-                      help="corpus directories (shard~N.parquet), packed under <out>/packed first (runs by hand)")
+    add_data_arguments(ap)
     ap.add_argument("--init", help="student checkpoint directory for student.init: model")
     ap.add_argument("--out", required=True, help="output student directory")
     ap.add_argument("--stop-after", type=int, default=None, help=argparse.SUPPRESS)
@@ -70,12 +66,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     started = provenance.now()
     args = parse_args(argv)
     hf_logging.disable_progress_bar()
-    entry = load_settings(args.settings, DistillEntry, "model")
+    entry = load_settings(args.settings, DistillModelSettings, "model")
     s, where = entry.distill, f"{args.settings}:model.distill"
     if s.num_threads:
         torch.set_num_threads(s.num_threads)
     d = distributed.setup()
     try:
+        optim.seed_everything(s.seed)  # the student's new layers and the projections start from the seed
         out = Path(args.out)
         terms = s.loss.teacher_terms()
         needs_attention = any(k in terms for k in ("attention_mse", "attention_kl"))
@@ -95,11 +92,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             raise PipelineError(f"{where}.layer_map: attention terms need transformer layers (1..{teacher.config.num_hidden_layers}), not 0")
         if terms:
             teacher.to(d.device)
-            low = d.device.type == "cuda" and s.teacher_precision != "fp32"
-            dtype = torch.bfloat16 if s.teacher_precision == "bf16" else torch.float16
-            if low:
+            dtype = optim.amp_dtype(d.device, s.teacher_precision)
+            if dtype is not None:
                 teacher.to(dtype)
-            autocast = (lambda: torch.autocast("cuda", dtype=dtype)) if low else contextlib.nullcontext
+            autocast = functools.partial(optim.autocast, d.device, s.teacher_precision)
             objective = DistillObjective(student, teacher, s.loss, s.temperature, mapping, autocast, s.kl_positions)
         else:
             log.info("no teacher terms: plain MLM of the student (the 'train longer' control)")

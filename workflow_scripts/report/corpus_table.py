@@ -1,7 +1,7 @@
 """The corpus table: our cleaned corpora beside the sizes the papers report.
 
-Usage: python -m workflow_scripts.report.corpora --corpus results/corpus/NAME [...]
-           --published resources/reference/corpora_published.csv --out results/tables
+    python -m workflow_scripts.report.corpus_table --corpus results/corpus/NAME [...] \\
+        --published resources/reference/corpora_published.csv --out results/tables
 
 Reads each corpus's ``stats.json`` (and its ``provenance.json`` for the restricted mark) and
 writes to --out: corpora.{csv,md,tex} (one row per corpus of ours, each followed by the
@@ -138,7 +138,7 @@ def build(corpora: Sequence[str | Path], published: Sequence[Published], out: Pa
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", action="append", required=True, help="a corpus directory (repeatable)")
     ap.add_argument("--published", required=True, help="CSV of the corpus sizes the papers report")
     ap.add_argument("--out", required=True, help="tables directory")

@@ -1,6 +1,6 @@
 """Diagnostics of a learned vocabulary beside the tokenizers it is compared with.
 
-    python -m workflow_scripts.vocab.diagnostics --vocab results/vocab/V --name V \\
+    python -m workflow_scripts.vocab.vocab_diagnostics --vocab results/vocab/V --name V \\
         [--task-dir results/tasks/T ...] [--compare NAME=PATH ...] [--terms FILE] \\
         --out results/vocab/V/diagnostics.json
 
@@ -141,7 +141,7 @@ def diagnose(vocab: str, name: str, task_dirs: Sequence[str], compare: dict[str,
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--vocab", required=True, help="the vocabulary's tokenizer directory")
     parser.add_argument("--name", required=True, help="the vocabulary's name")
     parser.add_argument("--task-dir", nargs="+", action="extend", default=[],

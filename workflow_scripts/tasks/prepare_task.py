@@ -1,7 +1,7 @@
 """Convert one task's raw files to normalised JSONL splits with a data card.
 
-Usage: python -m workflow_scripts.tasks.prepare --settings S.yaml --raw results/raw/tasks/T
-       --out results/tasks/T
+    python -m workflow_scripts.tasks.prepare_task --settings S.yaml --raw results/raw/tasks/T \\
+        --out results/tasks/T
 
 A split path in the task spec is a file or folder under the raw directory. It may
 - point inside an archive: ``datasets.tar.gz/datasets/NER/BC2GM/train.tsv`` (.zip, .tar,
@@ -24,17 +24,22 @@ import zipfile
 from collections import Counter
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 from .. import provenance
 from ..atomic import atomic_dir, write_json, write_jsonl
 from ..cli import run
-from ..config.typed import load_settings, to_dict
+from ..typed import load_settings, to_dict
 from ..errors import PipelineError
 from .readers import get_reader
 from .readers.common import read_text
 from . import subsets
-from .spec import SPLITS, TaskSpec
+from .spec import SPLITS, PrepareTaskSettings
+
+# Every test example's texts, one JSON line each: the file corpora are decontaminated against.
+TEST_TEXTS = "test_texts.jsonl"
+# Fields of a normalised record that hold text.
+TEXT_FIELDS = ("text", "text_a", "text_b", "question", "context", "tokens")
 
 log = logging.getLogger(__name__)
 ARCHIVES = (".tar.gz", ".tgz", ".tar", ".zip")
@@ -81,7 +86,7 @@ class RawFiles:
     """Finds the files a task's split paths name: in the raw dir, the user's local copy of
     credentialed data, or inside archives (each extracted once)."""
 
-    def __init__(self, spec: TaskSpec, raw: Path, tmp: Path) -> None:
+    def __init__(self, spec: PrepareTaskSettings, raw: Path, tmp: Path) -> None:
         self.spec, self.raw, self.tmp = spec, raw, tmp
         self.extracted: dict[tuple[Path, str], Path] = {}
         self.used: dict[str, Path] = {}
@@ -143,7 +148,7 @@ class RawFiles:
         return self.extracted[key]
 
 
-def _leaks(spec: TaskSpec, out: dict[str, list[dict]], chosen: dict[str, tuple[str, str, str]]) -> None:
+def _leaks(spec: PrepareTaskSettings, out: dict[str, list[dict]], chosen: dict[str, tuple[str, str, str]]) -> None:
     """Subsets of one source must not share a document with test."""
     test_docs = {subsets.document(r["id"]) for r in out["test"]}
     for split in ("train", "dev"):
@@ -156,7 +161,7 @@ def _leaks(spec: TaskSpec, out: dict[str, list[dict]], chosen: dict[str, tuple[s
                 )
 
 
-def read_split_paths(spec: TaskSpec, paths: dict[str, str], files: RawFiles) -> dict[str, list[dict]]:
+def read_split_paths(spec: PrepareTaskSettings, paths: dict[str, str], files: RawFiles) -> dict[str, list[dict]]:
     """Read train/dev/test given their (fold-resolved) split paths."""
     chosen = {split: subsets.parse(path) for split, path in paths.items()}
     test_kind, test_arg, test_source = chosen["test"]
@@ -210,7 +215,7 @@ def read_split_paths(spec: TaskSpec, paths: dict[str, str], files: RawFiles) -> 
     return out
 
 
-def _distribution(spec: TaskSpec, records: list[dict]) -> dict[str, Any]:
+def _distribution(spec: PrepareTaskSettings, records: list[dict]) -> dict[str, Any]:
     if spec.type in ("ner", "pico"):
         tags = Counter(t for r in records for t in r["tags"])
         card: dict[str, Any] = {"words": sum(len(r["tokens"]) for r in records), "tags": dict(sorted(tags.items()))}
@@ -235,7 +240,7 @@ def _count(key: str, split_card: dict[str, Any]) -> int:
     return split_card["examples"]
 
 
-def check_counts(spec: TaskSpec, cards: dict[str, dict[str, Any]], where: str = "") -> dict[str, Any]:
+def check_counts(spec: PrepareTaskSettings, cards: dict[str, dict[str, Any]], where: str = "") -> dict[str, Any]:
     """Compare split sizes with the registry's expected counts. A mismatch stops the run when the
     counts were checked against the real release files, and only warns when they come from a
     paper's table; the counts found are recorded either way."""
@@ -265,7 +270,7 @@ def check_counts(spec: TaskSpec, cards: dict[str, dict[str, Any]], where: str = 
     }
 
 
-def _duplicate_ids(spec: TaskSpec, split: str, records: list[dict]) -> None:
+def _duplicate_ids(spec: PrepareTaskSettings, split: str, records: list[dict]) -> None:
     seen: set[str] = set()
     for r in records:
         if r["id"] in seen:
@@ -273,7 +278,7 @@ def _duplicate_ids(spec: TaskSpec, split: str, records: list[dict]) -> None:
         seen.add(r["id"])
 
 
-def write_splits(spec: TaskSpec, splits: dict[str, list[dict]], dest: Path, where: str = "") -> dict[str, Any]:
+def write_splits(spec: PrepareTaskSettings, splits: dict[str, list[dict]], dest: Path, where: str = "") -> dict[str, Any]:
     dest.mkdir(parents=True, exist_ok=True)
     cards = {}
     for split in SPLITS:
@@ -286,13 +291,27 @@ def write_splits(spec: TaskSpec, splits: dict[str, list[dict]], dest: Path, wher
     return {"splits": cards, "count_check": check_counts(spec, cards, where)}
 
 
-def fold_paths(spec: TaskSpec, fold: Optional[int]) -> dict[str, str]:
+def _texts(record: dict) -> Iterator[str]:
+    for key in TEXT_FIELDS:
+        value = record.get(key)
+        if isinstance(value, list):
+            value = " ".join(map(str, value))
+        if isinstance(value, str) and value:
+            yield value
+
+
+def split_texts(records: list[dict], prefix: str = "") -> list[dict]:
+    """Each test example's texts (a token list joined by spaces): what corpora are decontaminated against."""
+    return [{"id": prefix + str(r["id"]), "texts": list(_texts(r))} for r in records]
+
+
+def fold_paths(spec: PrepareTaskSettings, fold: Optional[int]) -> dict[str, str]:
     if fold is None:
         return dict(spec.splits)
     return {s: p.replace("{fold1}", str(fold + 1)).replace("{fold}", str(fold)) for s, p in spec.splits.items()}
 
 
-def prepare(spec: TaskSpec, raw: Path, out: Path) -> dict[str, Any]:
+def prepare(spec: PrepareTaskSettings, raw: Path, out: Path) -> dict[str, Any]:
     """Write ``out`` (atomically): the JSONL splits (per fold for folded tasks), data_card.json
     and provenance.json. Returns the data card."""
     started = provenance.now()
@@ -307,17 +326,23 @@ def prepare(spec: TaskSpec, raw: Path, out: Path) -> dict[str, Any]:
         files = RawFiles(spec, raw, tmp)
         dest = stack.enter_context(atomic_dir(out))
         card: dict[str, Any] = {
-            "task": spec.name, "type": spec.type, "format": spec.format, "metric": spec.metric,
+            "task": spec.name,
+            "type": spec.type,
+            "format": spec.format,
             "restricted": spec.restricted,
         }
+        texts = []
         if spec.folds:
             card["folds"] = {}
             for k in range(spec.folds):
                 splits = read_split_paths(spec, fold_paths(spec, k), files)
                 card["folds"][str(k)] = write_splits(spec, splits, dest / f"fold~{k}", f" fold {k}")
-            card["selection_fold"] = spec.selection_fold
+                texts += split_texts(splits["test"], f"fold~{k}/")
         else:
-            card.update(write_splits(spec, read_split_paths(spec, fold_paths(spec, None), files), dest))
+            splits = read_split_paths(spec, fold_paths(spec, None), files)
+            card.update(write_splits(spec, splits, dest))
+            texts = split_texts(splits["test"])
+        write_jsonl(dest / TEST_TEXTS, texts)
         write_json(dest / "data_card.json", card)
         counts = (
             {k: fold["count_check"] for k, fold in card["folds"].items()} if spec.folds else card["count_check"]
@@ -339,12 +364,12 @@ def prepare(spec: TaskSpec, raw: Path, out: Path) -> dict[str, Any]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--settings", required=True, help="YAML with top-level key 'task': one resolved TaskSpec")
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--settings", required=True, help="YAML with top-level key 'task': the task's source, splits and labels")
     parser.add_argument("--raw", required=True, help="the task's raw folder (results/raw/tasks/<task>)")
     parser.add_argument("--out", required=True, help="output folder (results/tasks/<task>)")
     args = parser.parse_args(argv)
-    spec = load_settings(args.settings, TaskSpec, "task")
+    spec = load_settings(args.settings, PrepareTaskSettings, "task")
     card = prepare(spec, Path(args.raw), Path(args.out))
     sizes = card.get("splits") or card["folds"]["0"]["splits"]
     log.info("%s: %s", spec.name, ", ".join(f"{s} {sizes[s]['examples']}" for s in SPLITS))

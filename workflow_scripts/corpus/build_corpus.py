@@ -1,7 +1,7 @@
 """Build one corpus from parsed files: apply updates, filter, deduplicate, decontaminate, shard.
 
-Usage: python -m workflow_scripts.corpus.build --settings S.yaml --in P1.parquet [P2.parquet ...]
-           --out results/corpus/NAME [--decontaminate results/tasks/T ...]
+    python -m workflow_scripts.corpus.build_corpus --settings S.yaml --in P1.parquet [P2.parquet ...] \\
+        --out results/corpus/NAME [--decontaminate results/tasks/T/test_texts.jsonl ...]
 
 The ``--in`` files are taken in application order (PubMed: baseline files ascending,
 then update files ascending). The id columns decide which row of each document survives
@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from .. import provenance
 from ..atomic import atomic_dir, write_json
 from ..cli import run
-from ..config.typed import to_dict
+from ..typed import to_dict
 from ..diskspace import no_space_is_an_error, reserve
 from ..errors import PipelineError
 from ..progress import track
@@ -84,13 +84,13 @@ class Filters:
         return None
 
 
-def _decontamination_index(settings: CorpusSettings, task_dirs: Sequence[str]) -> tuple[NgramIndex | None, dict]:
-    if not task_dirs:
+def _decontamination_index(settings: CorpusSettings, task_texts: Sequence[str]) -> tuple[NgramIndex | None, dict]:
+    if not task_texts:
         return None, {}
     d = settings.clean.decontamination
     index = NgramIndex(d.ngram, d.threshold, d.min_words)
     info: dict = {"ngram": d.ngram, "threshold": d.threshold,
-                  "tasks": {Path(t).name: index.add_task(t) for t in task_dirs}}
+                  "tasks": {Path(t).parent.name: index.add_task(t) for t in task_texts}}
     info["test_texts_indexed"] = len(index.sizes)
     info["test_texts_too_short"] = index.skipped_short
     info["dropped_by_task"] = {}
@@ -266,13 +266,13 @@ def build(inputs: Sequence[str | Path], out: str | Path, settings: CorpusSetting
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description="Build one cleaned, deduplicated, sharded corpus.")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--settings", required=True, help="settings YAML with a top-level 'corpus' key")
     ap.add_argument("--in", dest="inputs", nargs="+", required=True,
                     help="parsed Parquet files in application order")
     ap.add_argument("--out", required=True, help="corpus directory to write (results/corpus/NAME)")
     ap.add_argument("--decontaminate", nargs="+", action="extend", default=[],
-                    help="task directories whose test splits are removed from the corpus (repeatable)")
+                    help="prepared tasks' test_texts.jsonl, whose test texts are removed from the corpus (repeatable)")
     args = ap.parse_args(argv)
     started = provenance.now()
     settings = load(args.settings)

@@ -16,7 +16,7 @@ import torch
 
 from .. import provenance
 from ..atomic import write_json
-from ..config.typed import to_dict
+from ..typed import to_dict
 from ..errors import PipelineError
 from ..pack.index import read_index
 from ..pack.keys import tokenizer_digest
@@ -40,6 +40,15 @@ class Data:
     heldout: PackedCorpus
     dirs: list[Path]  # every packed shard directory read
     keys: dict[str, str]  # content key of each, by seq~L/corpus/shard~N
+
+
+def add_data_arguments(ap: argparse.ArgumentParser) -> None:
+    """A training CLI's data: ``--packed`` indexes or, run by hand, ``--corpus`` directories; see open_data."""
+    data = ap.add_mutually_exclusive_group(required=True)
+    data.add_argument("--packed", nargs="+", action="extend",
+                      help="index.json of packed corpora (the pack stage), one per corpus and sequence length")
+    data.add_argument("--corpus", nargs="+", action="extend",
+                      help="corpus directories (shard~N.parquet), packed under <out>/packed first (runs by hand)")
 
 
 def open_data(args: argparse.Namespace, settings: PretrainSettings, tokenizer, out: Path, dist: Dist) -> Data:

@@ -1,7 +1,7 @@
 """PMC Article Datasets in the per-article cloud layout: select articles by metadata, fetch one batch.
 
-Usage: python -m workflow_scripts.download.pmc_cloud --settings S.yaml --inventory INVENTORY
-           --url BASE --batch K --batches B --out results/raw/CORPUS/batch~K [--retries N]
+    python -m workflow_scripts.download.download_pmc_batch --settings S.yaml --inventory INVENTORY \\
+        --url BASE --batch K --batches B --out results/raw/CORPUS/batch~K [--retries N]
 
 The files it reads, as the service publishes them (bucket ``s3://pmc-oa-opendata``, over
 HTTPS at ``https://pmc-oa-opendata.s3.amazonaws.com``, which replaced the FTP bulk packages):
@@ -48,7 +48,7 @@ from .. import provenance
 from ..atomic import atomic_file, write_json
 from ..cli import run
 from ..corpus.pmc import classify_licence
-from ..corpus.settings import load
+from ..corpus.settings import load_parse
 from ..errors import PipelineError
 from ..progress import progress
 from .checksums import file_digest
@@ -183,7 +183,7 @@ def fetch_batch(inventory: str | Path, base: str, batch: int, batches: int, out:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description="Select PMC cloud articles by metadata and fetch one batch.")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--settings", required=True, help="corpus settings YAML (top-level 'corpus' key)")
     ap.add_argument("--inventory", required=True, help="the downloaded inventory file")
     ap.add_argument("--url", required=True, help="base URL of the bucket (or a mirror) the keys are under")
@@ -193,7 +193,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--retries", type=int, default=5, help="attempts after the first, with back-off")
     args = ap.parse_args(argv)
     started = provenance.now()
-    settings = load(args.settings)
+    settings = load_parse(args.settings)
     if settings.type != "pmc":
         raise PipelineError(f"{args.settings}: the cloud layout applies to pmc corpora, not {settings.type}")
     counts = fetch_batch(args.inventory, args.url, args.batch, args.batches, args.out,

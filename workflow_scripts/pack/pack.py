@@ -1,6 +1,6 @@
 """Tokenise and pack one corpus shard into memory-mapped blocks, word-start flags and a held-out split.
 
-    python -m workflow_scripts.pack.shard --shard results/corpus/C/shard~N.parquet --tokenizer DIR_OR_HUB_ID \
+    python -m workflow_scripts.pack.pack --shard results/corpus/C/shard~N.parquet --tokenizer DIR_OR_HUB_ID \\
         --seq-len 128 --heldout-fraction 0.01 --threads 8 --out results/packed/T/C/seq~128/heldout~0.01/shard~N
 
 Documents are packed RoBERTa "full-sentences" style: the token stream of the shard's
@@ -26,12 +26,13 @@ from ..atomic import atomic_dir
 from ..cli import run
 from ..errors import PipelineError
 from ..progress import progress
-from ..pretrain.data import SPECIAL, Specials, is_heldout
+from ..tokenizer import Specials
 from .blocks import BlockWriter
 from .encode import Encoder
+from .format import SPECIAL, is_heldout
 from .keys import PACK_VERSION, pack_key, tokenizer_digest
 
-log = logging.getLogger("pack")
+log = logging.getLogger(__name__)
 
 BATCH_DOCS = 1024
 SPLITS = ("train", "heldout")
@@ -104,7 +105,7 @@ def load_any_tokenizer(ref: str):
     """A vocabulary or checkpoint directory, or (where the hub is reachable) a hub id."""
     from transformers import AutoTokenizer
 
-    from ..pretrain.model import load_tokenizer, looks_local
+    from ..tokenizer import load_tokenizer, looks_local
 
     if looks_local(ref):
         return load_tokenizer(ref, "--tokenizer")

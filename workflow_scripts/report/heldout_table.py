@@ -1,6 +1,6 @@
 """Held-out MLM loss of teachers, distilled students and their "train longer" controls.
 
-    python -m workflow_scripts.distill.heldout_table --model results/pretrain/T \
+    python -m workflow_scripts.report.heldout_table --model results/pretrain/T \\
         results/distill/S results/distill/S-control [...] --out results/tables
 
 Reads each model directory's provenance.json (written by pretraining or distillation, with
@@ -25,7 +25,7 @@ from .. import provenance
 from ..atomic import write_text
 from ..cli import run
 from ..errors import PipelineError
-from ..report.render import LEGEND, RESTRICTED, marked
+from .render import LEGEND, RESTRICTED, marked
 
 log = logging.getLogger(__name__)
 TABLE = "heldout_mlm"

@@ -1,13 +1,13 @@
 """Pretraining (masked-language model or ELECTRA), from scratch with a learned vocabulary or continual from a checkpoint.
 
-    python -m workflow_scripts.pretrain.train --settings S.yaml \
-        --packed results/packed/T/A/seq~128/heldout~0.01/index.json [...] \
+    python -m workflow_scripts.pretrain.pretrain --settings S.yaml \\
+        --packed results/packed/T/A/seq~128/heldout~0.01/index.json [...] \\
         (--tokenizer results/vocab/V | --init MODEL_DIR_OR_HUB_ID) --out results/pretrain/M
 
 ``--packed`` opens the pack stage's blocks; ``--corpus results/corpus/A`` instead packs the
 corpus under ``<out>/packed`` first (runs by hand).
 
-Launch with ``torchrun --nproc-per-node N -m workflow_scripts.pretrain.train ...`` for data
+Launch with ``torchrun --nproc-per-node N -m workflow_scripts.pretrain.pretrain ...`` for data
 parallelism. Re-running resumes from ``<out>/training_state/``. With ``objective: electra``
 the output is the discriminator, with the generator in ``<out>/generator/``; ``--init``
 then names such an output directory.
@@ -25,26 +25,23 @@ from transformers.utils import logging as hf_logging
 
 from .. import provenance
 from ..cli import run
-from ..config.typed import load_settings, to_dict
+from ..typed import load_settings, to_dict
 from ..errors import PipelineError
+from ..tokenizer import load_tokenizer
 from . import dist as distributed
 from . import electra
 from .loop import Job
-from .model import MLMObjective, build_model, check_vocab, load_pretrained, load_tokenizer
-from .run import Data, data_inputs, execute, flops_fn, open_data, resume_digest, training_key
-from .settings import ModelEntry, PretrainSettings
+from .model import MLMObjective, build_model, check_vocab, load_pretrained
+from .engine import Data, add_data_arguments, data_inputs, execute, flops_fn, open_data, resume_digest, training_key
+from .settings import PretrainModelSettings, PretrainSettings
 
-log = logging.getLogger("pretrain")
+log = logging.getLogger(__name__)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--settings", required=True, help="YAML with top-level key 'model: {name, pretrain}'")
-    data = ap.add_mutually_exclusive_group(required=True)
-    data.add_argument("--packed", nargs="+", action="extend",
-                      help="index.json of packed corpora (the pack stage), one per corpus and sequence length")
-    data.add_argument("--corpus", nargs="+", action="extend",
-                      help="corpus directories (shard~N.parquet), packed under <out>/packed first (runs by hand)")
+    add_data_arguments(ap)
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--tokenizer", help="tokenizer directory: train from scratch with this vocabulary")
     src.add_argument("--init", help="checkpoint directory (or hub id) to continue pretraining, keeping its vocabulary")
@@ -57,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     started = provenance.now()
     args = parse_args(argv)
     hf_logging.disable_progress_bar()
-    entry = load_settings(args.settings, ModelEntry, "model")
+    entry = load_settings(args.settings, PretrainModelSettings, "model")
     s = entry.pretrain
     if s.num_threads:
         torch.set_num_threads(s.num_threads)

@@ -1,7 +1,7 @@
 """Parse one raw file (MEDLINE XML, PMC tarball/nxml, MIMIC NOTEEVENTS) into a Parquet file.
 
-Usage: python -m workflow_scripts.corpus.parse --settings S.yaml --in RAWFILE --out PARSED.parquet
-           [--filelist PMC_FILE_LIST.csv]
+    python -m workflow_scripts.corpus.parse_corpus_file --settings S.yaml --in RAWFILE --out PARSED.parquet \\
+        [--filelist PMC_FILE_LIST.csv]
 
 For PMC, ``--filelist`` (the CSV published with the bulk packages, or the one the cloud
 batch download writes) supplies each article's licence and retraction mark in place of the
@@ -20,19 +20,19 @@ from typing import Iterator, Sequence
 
 from .. import provenance
 from ..cli import run
-from ..config.typed import to_dict
+from ..typed import to_dict
 from ..errors import PipelineError
 from ..progress import progress
 from . import medline, mimic, pmc
 from .dedup import MinHasher, minhash_params
 from .pmc_filelist import read_filelist
 from .records import row, write_parsed
-from .settings import CorpusSettings, load
+from .settings import ParseCorpusSettings, load_parse
 
 log = logging.getLogger(__name__)
 
 
-def _malformed(settings: CorpusSettings, info: dict, where: str, reason: str) -> None:
+def _malformed(settings: ParseCorpusSettings, info: dict, where: str, reason: str) -> None:
     if settings.clean.on_malformed == "error":
         raise PipelineError(f"{where}: {reason}; fix or re-download the file, or set "
                             f"corpora.{settings.name}.clean.on_malformed: skip to count and skip it")
@@ -40,7 +40,7 @@ def _malformed(settings: CorpusSettings, info: dict, where: str, reason: str) ->
     log.warning("skipped malformed record %s: %s", where, reason)
 
 
-def _pubmed(path: Path, settings: CorpusSettings, info: dict) -> Iterator[dict]:
+def _pubmed(path: Path, settings: ParseCorpusSettings, info: dict) -> Iterator[dict]:
     opts = settings.clean.pubmed
     for item in medline.iter_medline(path):
         if isinstance(item, medline.Malformed):
@@ -60,7 +60,7 @@ def _pubmed(path: Path, settings: CorpusSettings, info: dict) -> Iterator[dict]:
             )
 
 
-def _pmc(path: Path, settings: CorpusSettings, info: dict, listed: dict | None = None) -> Iterator[dict]:
+def _pmc(path: Path, settings: ParseCorpusSettings, info: dict, listed: dict | None = None) -> Iterator[dict]:
     for item in pmc.iter_pmc(path, settings.clean.pmc):
         if isinstance(item, pmc.BadMember):
             _malformed(settings, info, f"{path}:{item.member}", item.reason)
@@ -78,7 +78,7 @@ def _pmc(path: Path, settings: CorpusSettings, info: dict, listed: dict | None =
         )
 
 
-def _mimic(path: Path, settings: CorpusSettings, info: dict) -> Iterator[dict]:
+def _mimic(path: Path, settings: ParseCorpusSettings, info: dict) -> Iterator[dict]:
     for item in mimic.iter_notes(path, settings.clean.mimic.placeholders):
         if isinstance(item, mimic.BadRow):
             _malformed(settings, info, f"{path}:{item.line}", item.reason)
@@ -94,7 +94,7 @@ def _mimic(path: Path, settings: CorpusSettings, info: dict) -> Iterator[dict]:
 PARSERS = {"pubmed": _pubmed, "pmc": _pmc, "mimic": _mimic}
 
 
-def parse_file(path: str | Path, out: str | Path, settings: CorpusSettings,
+def parse_file(path: str | Path, out: str | Path, settings: ParseCorpusSettings,
                filelist: str | Path | None = None) -> dict:
     """Parse ``path`` into ``out``; return the counts stored with it."""
     path = Path(path)
@@ -128,14 +128,14 @@ def parse_file(path: str | Path, out: str | Path, settings: CorpusSettings,
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description="Parse one raw corpus file into Parquet.")
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--settings", required=True, help="settings YAML with a top-level 'corpus' key")
     ap.add_argument("--in", dest="inp", required=True, help="raw file (.xml.gz, .tar.gz/.nxml, NOTEEVENTS.csv.gz)")
     ap.add_argument("--out", required=True, help="parsed Parquet file to write")
     ap.add_argument("--filelist", help="PMC file list CSV giving licence and retraction per article")
     args = ap.parse_args(argv)
     started = provenance.now()
-    settings = load(args.settings)
+    settings = load_parse(args.settings)
     info = parse_file(args.inp, args.out, settings, args.filelist)
     log.info("%s: %d rows, %d malformed skipped", args.inp, info["rows"], info["malformed"])
     provenance.record(

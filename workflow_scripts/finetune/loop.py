@@ -1,21 +1,19 @@
-"""The training loop: AdamW with linear warm-up and decay, dev evaluation every N steps, the
-best dev state kept, early stopping. It never sees test data: scoring test is the caller's
-last act, with the state this loop chose."""
+"""The training loop: the shared recipe (``workflow_scripts.optim``: AdamW, curve ``linear``),
+dev evaluation every N steps, the best dev state kept, early stopping. It never sees test
+data: scoring test is the caller's last act, with the state this loop chose."""
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
-import random
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import numpy as np
 import torch
-from transformers import get_linear_schedule_with_warmup
 
+from .. import optim
 from ..progress import progress
 from . import heads
 from .batching import collate, eval_batches, train_batches
@@ -45,27 +43,12 @@ class Fit:
     train_examples: int = 0
 
 
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
-    # same seed, same GPU: same metrics (cuDNN would otherwise pick kernels by timing)
-    torch.backends.cudnn.deterministic = True
-    torch.backends.cudnn.benchmark = False
-
-
-def autocast(device: torch.device, precision: str):
-    if device.type != "cuda" or precision == "fp32":
-        return contextlib.nullcontext()
-    return torch.autocast("cuda", dtype=torch.bfloat16 if precision == "bf16" else torch.float16)
-
-
 def predict(model, features, task_type: str, pad_id: int, cfg: FinetuneSettings, device) -> list[torch.Tensor]:
     """Logits per feature (on CPU; token logits cut to the feature's length)."""
     model.eval()
     out: list[torch.Tensor | None] = [None] * len(features)
     lengths = [len(f["input_ids"]) for f in features]
-    with torch.inference_mode(), autocast(device, cfg.precision):
+    with torch.inference_mode(), optim.autocast(device, cfg.precision):
         for idx in eval_batches(lengths, cfg.eval_batch_size):
             batch = collate([features[i] for i in idx], pad_id, task_type, device)
             logits = heads.forward(model, batch).float().cpu()
@@ -78,32 +61,6 @@ def selection_value(metrics: dict[str, float]) -> float:
     """The dev figure maximised by checkpoint and grid selection (an undefined score ranks last)."""
     value = metrics.get("score", float("nan"))
     return -math.inf if value is None or math.isnan(value) else float(value)
-
-
-def _decay_groups(model, weight_decay: float):
-    decay, no_decay = [], []
-    for name, param in model.named_parameters():
-        if not param.requires_grad:
-            continue
-        (no_decay if param.ndim < 2 or "LayerNorm" in name or "layer_norm" in name else decay).append(param)
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-
-
-def _update(model, value, optimizer, scheduler, scaler, grad_clip: float) -> None:
-    if scaler is not None:
-        scaler.scale(value).backward()
-        scaler.unscale_(optimizer)
-    else:
-        value.backward()
-    if grad_clip > 0:
-        torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
-    if scaler is not None:
-        scaler.step(optimizer)
-        scaler.update()
-    else:
-        optimizer.step()
-    scheduler.step()
-    optimizer.zero_grad(set_to_none=True)
 
 
 def planned_steps(n_train: int, cfg: FinetuneSettings) -> int:
@@ -123,9 +80,10 @@ def fit(model, train, task_type: str, evaluate: Callable[[Any], dict[str, float]
     schedule = schedule or Schedule(planned_steps(len(train), cfg), planned_steps(len(train), cfg))
     total = schedule.stop
     every = cfg.eval_every or per_epoch
-    optimizer = torch.optim.AdamW(_decay_groups(model, cfg.weight_decay), lr=cfg.lr, eps=cfg.adam_epsilon)
-    scheduler = get_linear_schedule_with_warmup(optimizer, int(cfg.warmup_ratio * schedule.total), schedule.total)
-    scaler = torch.amp.GradScaler("cuda") if device.type == "cuda" and cfg.precision == "fp16" else None
+    update = optim.updater(
+        model, lr=cfg.lr, weight_decay=cfg.weight_decay, eps=cfg.adam_epsilon, total_steps=schedule.total,
+        warmup_ratio=cfg.warmup_ratio, precision=cfg.precision, device=device,
+    )
 
     best = Fit(state={}, best_step=0, dev={}, steps=0, schedule_steps=schedule.total)
     best_value, stale, step, seen, running = -math.inf, 0, 0, 0, []
@@ -136,9 +94,10 @@ def fit(model, train, task_type: str, evaluate: Callable[[Any], dict[str, float]
         for idx in train_batches(lengths, cfg.batch_size, rng, cfg.group_by_length):
             model.train()
             batch = collate([train[i] for i in idx], pad_id, task_type, device)
-            with autocast(device, cfg.precision):
+            with optim.autocast(device, cfg.precision):
                 value = heads.loss(heads.forward(model, batch), batch, task_type)
-            _update(model, value, optimizer, scheduler, scaler, cfg.grad_clip)
+            update.backward(value)
+            update.step(model.parameters(), cfg.grad_clip)
             step += 1
             seen += len(idx)
             running.append(value.detach())  # no .item() here: it would wait for the GPU every step
@@ -148,7 +107,7 @@ def fit(model, train, task_type: str, evaluate: Callable[[Any], dict[str, float]
                 dev = evaluate(model)
                 loss = torch.stack(running).float().mean().item()
                 running = []
-                best.history.append({"step": step, "loss": loss, "lr": scheduler.get_last_lr()[0], "dev": dev})
+                best.history.append({"step": step, "loss": loss, "lr": update.scheduler.get_last_lr()[0], "dev": dev})
                 improved = selection_value(dev) > best_value
                 log.info("%s step %d/%d: loss %.4f, dev score %.4f%s", label, step, total, loss,
                          dev.get("score", float("nan")), " (best)" if improved else "")

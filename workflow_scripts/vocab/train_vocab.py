@@ -1,6 +1,6 @@
 """Learn a vocabulary from corpus shards and save it as a transformers tokenizer directory.
 
-    python -m workflow_scripts.vocab.train --settings S.yaml --corpus results/corpus/A [...] --out results/vocab/V
+    python -m workflow_scripts.vocab.train_vocab --settings S.yaml --corpus results/corpus/A [...] --out results/vocab/V
 
 S.yaml: ``vocab: {name: V, train: VocabSettings}``. The output directory holds
 tokenizer.json, tokenizer_config.json (and sentencepiece.model for SentencePiece
@@ -20,11 +20,11 @@ from typing import Iterator, Sequence
 from .. import provenance
 from ..atomic import atomic_dir
 from ..cli import run
-from ..config.typed import load_settings, to_dict
+from ..typed import load_settings, to_dict
 from ..errors import PipelineError
 from ..progress import progress
 from .sample import Sample, count_distinct_words, iter_texts, plan_sample
-from .settings import VocabSettings, VocabStage
+from .settings import VocabSettings, TrainVocabSettings
 
 log = logging.getLogger(__name__)
 CHECK_DOCUMENTS = 200
@@ -78,7 +78,7 @@ def learn(settings: VocabSettings, sample: Sample, name: str, out: Path) -> dict
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--settings", required=True, help="YAML with a top-level 'vocab' key")
     parser.add_argument("--corpus", required=True, nargs="+", action="extend",
                         help="corpus directories (shard~N.parquet); repeat the flag or list several")
@@ -86,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
 
     started = provenance.now()
-    stage = load_settings(args.settings, VocabStage, "vocab")
+    stage = load_settings(args.settings, TrainVocabSettings, "vocab")
     settings = stage.train
     # tokenizers sizes its thread pool from this on first use.
     os.environ["RAYON_NUM_THREADS"] = str(settings.threads)

@@ -17,7 +17,7 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 import yaml
 
-from ..errors import PipelineError
+from .errors import PipelineError
 
 T = TypeVar("T")
 
@@ -134,6 +134,13 @@ def to_dict(obj: Any) -> Any:
     if isinstance(obj, dict):
         return {k: to_dict(v) for k, v in obj.items()}
     return obj
+
+
+def view(cls: type[T], entry: Any, **values: Any) -> T:
+    """``cls`` filled from the same-named attributes of ``entry``, ``values`` taking precedence: the part
+    of a larger settings object that one step reads."""
+    names = [f.name for f in dataclasses.fields(cls) if f.init and f.name not in values]
+    return cls(**{name: getattr(entry, name) for name in names if hasattr(entry, name)}, **values)
 
 
 def read_yaml(path: str | Path) -> Any:

@@ -1,11 +1,11 @@
 """Fine-tune one model on one task (fold) with one seed; score test once, with the best dev state.
 
-    python -m workflow_scripts.finetune.run --settings S.yaml --model PATH_OR_ID \
-        --task-dir results/tasks/T --fold F --seed N --out results/finetune/M/T/fold~F/seed~N \
+    python -m workflow_scripts.finetune.finetune --settings S.yaml --model PATH_OR_ID \\
+        --task-dir results/tasks/T --fold F --seed N --out results/finetune/M/T/fold~F/seed~N \\
         [--cache-dir results/cache/finetune] [--steps-from SELECTION_FOLD/metrics.json]
 
-S.yaml holds ``model`` ({name, restricted}), ``task`` (a resolved TaskSpec) and ``finetune``
-(FinetuneSettings; unset keys come from the task's ``hyper``). Writes metrics.json (dev and
+S.yaml holds ``model`` ({name, restricted}), ``task`` (the labels, metric and folds) and ``finetune``
+(FinetuneSettings, resolved by the workflow). Writes metrics.json (dev and
 test scores, chosen step and hyper-parameters, the dev history), predictions.jsonl (test:
 id, gold, pred), config.yaml (resolved settings) and, last, provenance.json.
 """
@@ -22,18 +22,19 @@ from typing import Any, Sequence
 
 import torch
 
-from .. import provenance
+from .. import optim, provenance
 from ..atomic import write_json, write_jsonl, write_yaml
 from ..cli import run
+from ..typed import to_dict
 from ..errors import PipelineError
 from ..tasks.metrics import compute, compute_all, metric_names, test_section
 from . import cache, data, heads, tagging
 from .decode import decode
 from .features import MARKERS, Encoding, encode, needs_markers
-from .settings import FinetuneSettings, GridSettings, RunSettings, as_dict, load
-from .train import Fit, Schedule, fit, predict, seed_everything, selection_value
+from .settings import FinetuneRunSettings, FinetuneSettings, GridSettings, load
+from .loop import Fit, Schedule, fit, predict, selection_value
 
-log = logging.getLogger("finetune")
+log = logging.getLogger(__name__)
 
 
 # Files one of which holds a tokenizer's vocabulary; without them AutoTokenizer may build an empty one.
@@ -59,9 +60,9 @@ def load_tokenizer(model: str):
         ) from exc
 
 
-def encoding_for(settings: RunSettings, labels: list[str], tokenizer, model_path: str) -> Encoding:
+def encoding_for(settings: FinetuneRunSettings, labels: list[str], tokenizer, model_path: str) -> Encoding:
     task, cfg = settings.task, settings.finetune
-    max_length = cfg.max_length or task.max_length
+    max_length = cfg.max_length
     limits = [getattr(tokenizer, "model_max_length", None), heads.position_limit(model_path)]
     limit = min((n for n in limits if isinstance(n, int)), default=max_length)
     if limit < max_length:
@@ -126,7 +127,7 @@ def choose(trials: list[FinetuneSettings], evaluate, train: list[dict[str, Any]]
     best: tuple[FinetuneSettings, Fit, Any] | None = None
     grid = []
     for trial in trials:
-        seed_everything(seed)
+        optim.seed_everything(seed, deterministic=True)
         model = heads.build(model_path, task_type, enc.labels, trial.dropout, trial.pooling, vocab_size)
         model.to(device)
         label = f"finetune lr={trial.lr:g} batch={trial.batch_size}"
@@ -141,7 +142,7 @@ def choose(trials: list[FinetuneSettings], evaluate, train: list[dict[str, Any]]
     return trial, result, model, grid
 
 
-def finetune(settings: RunSettings, model_path: str, task_dir: Path, fold: int, seed: int, out: Path,
+def finetune(settings: FinetuneRunSettings, model_path: str, task_dir: Path, fold: int, seed: int, out: Path,
              cache_dir: Path | None = None, steps_from: Path | None = None) -> dict[str, Any]:
     started_at, started = provenance.now(), time.perf_counter()
     task, cfg = settings.task, settings.finetune
@@ -217,7 +218,7 @@ def finetune(settings: RunSettings, model_path: str, task_dir: Path, fold: int, 
     predictions = [{"id": r["id"], "gold": g, "pred": p}
                    for r, g, p in zip(splits["test"], test_gold, test_preds)]
     write_jsonl(out / "predictions.jsonl", predictions)
-    resolved = as_dict(dataclasses.replace(settings, finetune=cfg))
+    resolved = to_dict(dataclasses.replace(settings, finetune=cfg))
     write_yaml(out / "config.yaml", resolved)
     write_json(out / "metrics.json", metrics)
     inputs: dict[str, Any] = {"model": model_path, "task": str(task_dir)}
@@ -232,7 +233,9 @@ def finetune(settings: RunSettings, model_path: str, task_dir: Path, fold: int, 
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.finetune.run", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m workflow_scripts.finetune.finetune", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--settings", required=True, type=Path, help="YAML with model, task and finetune keys")
     parser.add_argument("--model", required=True, help="transformers checkpoint directory or hub id")
     parser.add_argument("--task-dir", required=True, type=Path, help="results/tasks/{task}")

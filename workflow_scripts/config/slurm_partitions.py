@@ -11,7 +11,7 @@ import shutil
 import subprocess
 from collections.abc import Iterable, Mapping
 
-from .errors import PipelineError
+from ..errors import PipelineError
 
 PROFILE = "~/.config/snakemake/slurm/config.yaml"
 PLACEHOLDER = "SITE_"

@@ -1,6 +1,6 @@
 """Turn a plain-text file into a corpus directory, for reference vocabularies learned from it.
 
-    python -m workflow_scripts.vocab.text_corpus --in general.txt --name general --out results/corpus/general
+    python -m workflow_scripts.corpus.build_text_corpus --in general.txt --name general --out results/corpus/general
 
 Documents are the file's paragraphs (separated by blank lines). The output has the shape
 every corpus has: ``shard~0.parquet`` (id, source, text, words, language, metadata),
@@ -64,7 +64,7 @@ def build(source: Path, name: str, out: Path) -> dict:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--in", dest="source", required=True, help="UTF-8 text, one document per paragraph")
     parser.add_argument("--name", required=True, help="corpus name")
     parser.add_argument("--out", required=True, help="corpus directory to write")

@@ -1,0 +1,123 @@
+"""A command run through the preloaded interpreter behaves as the same command run by ``python -m``."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PROBE = '''
+import os, sys, time
+from pathlib import Path
+print("argv", sys.argv[1:])
+print("cwd", os.getcwd())
+print("env", os.environ.get("PROBE_VALUE"))
+print("preloaded", "torch" in sys.modules)
+print("version", VERSION)
+print("to stderr", file=sys.stderr)
+if sys.argv[1:2] == ["sleep"]:
+    Path(sys.argv[2]).write_text(str(os.getpid()))
+    time.sleep(60)
+if sys.argv[1:2] == ["raise"]:
+    raise RuntimeError("the probe failed")
+sys.exit(int(sys.argv[1]) if sys.argv[1:2] and sys.argv[1].isdigit() else 0)
+'''
+
+
+@pytest.fixture
+def probe(tmp_path):
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "preload_probe.py").write_text("VERSION = 1\n" + PROBE)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(code), str(ROOT)]),
+        "TMPDIR": str(tmp_path),
+        "WORKFLOW_PRELOAD": "1",
+        "WORKFLOW_PRELOAD_IDLE": "3",
+        "PROBE_VALUE": "from the caller",
+    }
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    yield code, env, workdir
+    for sock in tmp_path.glob("workflow-preload-*.sock"):
+        subprocess.run(["pkill", "-f", "--", f"--serve {sock}"], check=False)
+
+
+def launch(env, workdir, *args, **kwargs):
+    return subprocess.run(
+        [sys.executable, "-m", "workflow_scripts.preload", "preload_probe", *args],
+        env=env, cwd=workdir, capture_output=True, text=True, timeout=120, **kwargs,
+    )
+
+
+def lines(output: str) -> dict[str, str]:
+    return dict(line.split(" ", 1) for line in output.splitlines())
+
+
+def test_the_run_sees_the_callers_arguments_directory_environment_and_streams(probe):
+    code, env, workdir = probe
+    first = launch(env, workdir, "5", "--flag")
+    second = launch(env, workdir, "0")
+    assert first.returncode == 5 and second.returncode == 0
+    out = lines(second.stdout)
+    assert out["argv"] == "['0']" and out["cwd"] == str(workdir) and out["env"] == "from the caller"
+    assert out["preloaded"] == "True", "the second command should run in a fork of the preloaded server"
+    assert second.stderr == "to stderr\n"
+
+
+def test_code_edits_apply_to_the_next_run(probe):
+    code, env, workdir = probe
+    assert lines(launch(env, workdir).stdout)["version"] == "1"
+    (code / "preload_probe.py").write_text("VERSION = 2\n" + PROBE)
+    assert lines(launch(env, workdir).stdout)["version"] == "2"
+
+
+def test_an_exception_prints_its_traceback_and_exits_1(probe):
+    code, env, workdir = probe
+    result = launch(env, workdir, "raise")
+    assert result.returncode == 1 and "RuntimeError: the probe failed" in result.stderr
+
+
+def test_a_signal_to_the_command_stops_the_run(probe, tmp_path):
+    code, env, workdir = probe
+    launch(env, workdir)
+    pid_file = tmp_path / "run.pid"
+    command = subprocess.Popen(
+        [sys.executable, "-m", "workflow_scripts.preload", "preload_probe", "sleep", str(pid_file)],
+        env=env, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while not pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    run_pid = int(pid_file.read_text())
+    assert run_pid != command.pid
+    command.send_signal(signal.SIGTERM)
+    assert command.wait(timeout=30) == -signal.SIGTERM
+    time.sleep(0.5)
+    assert not Path(f"/proc/{run_pid}").exists() or "Z" in Path(f"/proc/{run_pid}/stat").read_text().split()[2]
+
+
+def test_the_server_leaves_when_idle(probe, tmp_path):
+    code, env, workdir = probe
+    launch(env, workdir)
+    assert list(tmp_path.glob("workflow-preload-*.sock"))
+    deadline = time.monotonic() + 30
+    while list(tmp_path.glob("workflow-preload-*.sock")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not list(tmp_path.glob("workflow-preload-*.sock"))
+    assert lines(launch(env, workdir).stdout)["version"] == "1"
+
+
+def test_without_the_variable_the_module_runs_in_the_command(probe, tmp_path):
+    code, env, workdir = probe
+    result = launch({**env, "WORKFLOW_PRELOAD": "0"}, workdir, "3")
+    assert result.returncode == 3 and lines(result.stdout)["preloaded"] == "False"
+    assert not list(tmp_path.glob("workflow-preload-*.sock"))

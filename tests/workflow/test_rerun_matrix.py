@@ -1,0 +1,192 @@
+"""What reruns when you change X: each edit of a finished study plans exactly the jobs it must.
+
+A small study runs for real once (the demo's PubMed corpus decontaminated against one task, a
+WordPiece vocabulary, a tiny model and its distilled student, two tasks, one seed); then, for
+every row of the table below, the config is edited and `snakemake -n` must plan exactly the
+jobs listed (rule -> count). README's "What reruns when you change X" is this table.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+import yaml
+
+from workflow_harness import ROOT, copy_demo, planned_after, planned_jobs, run_demo
+
+from workflow_scripts import paths
+from workflow_scripts.config import plan
+from workflow_scripts.config.validate import load_config
+
+REPORT = {"report_settings": 1, "tables": 1, "plots": 1, "all": 1}
+TABLES = {"tables": 1, "plots": 1, "all": 1}
+MODELS = 2  # the teacher and its student, each fine-tuned on every task
+
+
+def small_study(demo: dict[str, Any]) -> dict[str, Any]:
+    """The demo cut down to one corpus, vocabulary, teacher, student, two tasks and one seed."""
+    tiny = {
+        **demo["models"]["demo-roberta"]["pretrain"],
+        "architecture": "bert",
+        "max_steps": 4,
+        "batch_size": 8,
+        "phases": [{"seq_len": 32, "fraction": 1.0}],
+        "checkpoint_every": 2,
+        "num_threads": 1,
+    }
+    student = {**tiny, "num_layers": 1, "max_steps": 2, "student": {"init": "random"}}
+    fast = {"epochs": 1, "max_steps": 2, "eval_every": 0, "patience": 0}
+    tasks = {name: copy.deepcopy(demo["tasks"][name]) for name in ("demo-ner", "demo-re")}
+    for task in tasks.values():
+        task["finetune"] = {**task["finetune"], **fast}
+    return {
+        "corpora": {"pubmed": {**demo["corpora"]["pubmed"], "shards": 1, "decontaminate": ["demo-ner"]}},
+        "vocabularies": {"wp": {**demo["vocabularies"]["demo-wordpiece"], "corpora": ["pubmed"], "compare": []}},
+        "models": {
+            "tiny": {"kind": "pretrain", "display": "Tiny", "vocab": "wp", "corpora": ["pubmed"], "pretrain": tiny},
+            "student": {"kind": "distill", "teacher": "tiny", "corpora": ["pubmed"], "distill": student},
+        },
+        "tasks": tasks,
+        "seeds": [1],
+        "finetune": demo["finetune"],
+        "aggregation": {**demo["aggregation"], "compare": [], "bootstrap_samples": 20},
+        "resources": demo["resources"],
+    }
+
+
+def _set(path: str, value: Any) -> Callable[[dict], None]:
+    def edit(cfg: dict) -> None:
+        *parents, last = path.split(".")
+        node = cfg
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[last] = value
+
+    return edit
+
+
+def _add_model(cfg: dict) -> None:
+    cfg["models"]["tiny2"] = {**copy.deepcopy(cfg["models"]["tiny"]), "display": "Tiny 2"}
+    cfg["models"]["tiny2"]["pretrain"]["seed"] = 7
+
+
+def _add_task(cfg: dict) -> None:
+    demo = yaml.safe_load((ROOT / "demo" / "config.yaml").read_text())
+    cfg["tasks"]["demo-nli"] = {**demo["tasks"]["demo-nli"], "finetune": cfg["tasks"]["demo-re"]["finetune"]}
+
+
+# a corpus rebuilt: everything trained on it, its tables and the scores
+CORPUS_DOWNSTREAM = {
+    "build_corpus": 1,
+    "train_vocab": 1,
+    "vocab_diagnostics": 1,
+    "pack": 1,
+    "pack_index": 1,
+    "pretrain": 1,
+    "distill": 1,
+    "heldout_table": 1,
+    "finetune": 2 * MODELS,
+    "corpus_table": 1,
+    **TABLES,
+}
+
+
+def _runs(n: int) -> dict[str, int]:
+    return {"finetune_settings": n, "finetune": n}
+
+
+# (edit, what changes, expected jobs)
+MATRIX: list[tuple[str, Callable[[dict], None], dict[str, int]]] = [
+    ("a task's display label", _set("tasks.demo-ner.display", "NER (renamed)"), REPORT),
+    ("a task's reference name", _set("tasks.demo-ner.reference", {"lewis": "NCBI-D."}), REPORT),
+    ("a task's benchmark membership", _set("tasks.demo-re.benchmarks", ["lewis"]), REPORT),
+    ("the aggregation statistic", _set("aggregation.statistic", "mean"), REPORT),
+    ("a model's display label (tables and plot legends)", _set("models.tiny.display", "Tiny (renamed)"), REPORT),
+    ("a task's learning rate", _set("tasks.demo-re.finetune.lr", 5.0e-4), {**_runs(MODELS), **TABLES}),
+    ("a task's epochs", _set("tasks.demo-re.finetune.epochs", 2), {**_runs(MODELS), **TABLES}),
+    ("a task's seeds", _set("tasks.demo-re.seeds", [1, 2]), {"finetune": MODELS, **REPORT}),
+    (
+        "a corpus filter (min_words)",
+        _set("corpora.pubmed.clean.min_words", 25),
+        {"corpus_settings": 1, **CORPUS_DOWNSTREAM},
+    ),
+    (
+        "a corpus's parsing option",
+        _set("corpora.pubmed.clean.pubmed", {"include_title": False}),
+        {"parse_settings": 1, "parse_corpus_file": 3, "corpus_settings": 1, **CORPUS_DOWNSTREAM},
+    ),
+    (
+        "a model's pretraining lr",
+        _set("models.tiny.pretrain.lr", 1.0e-3),
+        {"model_settings": 1, "pretrain": 1, "distill": 1, "heldout_table": 1, "finetune": 2 * MODELS, **TABLES},
+    ),
+    ("adding a model", _add_model, {"model_settings": 1, "pretrain": 1, **_runs(2), **REPORT}),
+    (
+        "adding a task",
+        _add_task,
+        {"download_task_file": 3, "task_settings": 1, "prepare_task": 1, **_runs(MODELS), **REPORT},
+    ),
+    ("a job size in resources:", _set("resources.finetune", {"mem_mb": 3000, "runtime": 45, "threads": 2}), {}),
+]
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory) -> Path:
+    workdir = copy_demo(tmp_path_factory.mktemp("rerun"))
+    cfg = small_study(yaml.safe_load((workdir / "config.yaml").read_text()))
+    (workdir / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    result = run_demo(workdir)
+    assert result.returncode == 0, result.stderr[-5000:]
+    return workdir
+
+
+def _plan(workdir: Path, *args: str) -> dict[str, int]:
+    result = run_demo(workdir, "-n", *args)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return planned_jobs(result.stdout + result.stderr)
+
+
+def test_a_finished_study_plans_nothing(finished):
+    assert _plan(finished) == {}
+
+
+@pytest.mark.parametrize("edit, expected", [(e, x) for _, e, x in MATRIX], ids=[name for name, _, _ in MATRIX])
+def test_an_edit_plans_exactly_its_jobs(finished, edit, expected):
+    assert planned_after(finished, edit)[1] == expected
+
+
+def test_a_site_profiles_partitions_rerun_nothing(finished):
+    # what a site profile adds: partitions per rule and by default
+    args = ["--set-resources", "finetune:slurm_partition=gpu-b", "--default-resources", "slurm_partition=cpu-b"]
+    assert _plan(finished, *args) == {}
+
+
+def _settings_files(study) -> list[str]:
+    """Every settings file the settings rules write for a study."""
+    files = [paths.REPORT_SETTINGS]
+    for corpus, entry in study.corpora.items():
+        if entry.type != "text":
+            files += [paths.PARSE_SETTINGS.format(corpus=corpus), paths.CORPUS_SETTINGS.format(corpus=corpus)]
+    files += [paths.VOCAB_SETTINGS.format(vocab=vocab) for vocab in study.vocabularies]
+    files += [paths.MODEL_SETTINGS.format(model=m) for m, e in study.models.items() if e.kind != "external"]
+    for task in study.resolved_tasks:
+        files += [paths.TASK_SETTINGS.format(task=task), paths.TASK_REPORT_SETTINGS.format(task=task)]
+        files += [paths.FINETUNE_SETTINGS.format(model=m, task=task) for m in plan.evaluated_models(study)]
+    return files
+
+
+def test_renaming_mednli_in_the_full_study_reruns_only_the_reports_settings(tmp_path):
+    """The full study cannot be finished here; its settings files can (local rules, no inputs). Every
+    other job reads its own settings file and upstream outputs, so these are where a rerun starts."""
+    config = yaml.safe_load((ROOT / "config.yaml").read_text())
+    files = _settings_files(load_config(copy.deepcopy(config), ROOT / "schemas/config.schema.yaml"))
+    assert len(files) > 500
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    result = run_demo(tmp_path, "--quiet", "all", "--", *files)
+    assert result.returncode == 0, result.stderr[-3000:]
+    config["tasks"]["mednli"] = {**(config["tasks"]["mednli"] or {}), "display": "MedNLI (renamed)"}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    assert _plan(tmp_path, "--", *files) == {"report_settings": 1, "report_settings_of_task": 1}

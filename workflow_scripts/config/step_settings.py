@@ -1,0 +1,115 @@
+"""The resolved settings handed to each step, written to results/configs/... by local rules: each
+is ``to_dict`` of the very dataclass the step loads, so a file changes only when a value the step
+reads changes, and Snakemake reruns only that step and what depends on it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..corpus.settings import CorpusSettings, parse_view
+from ..distill.settings import DistillModelSettings
+from ..finetune.settings import FinetuneModel, FinetuneRunSettings, FinetuneTask
+from ..pretrain.settings import PretrainModelSettings
+from ..report.settings import ReportSettings
+from ..tasks.spec import PrepareTaskSettings
+from ..typed import parse, to_dict, view
+from ..vocab.settings import TrainVocabSettings
+from .plan import finetune_runs, model_dir, run_dir, vocab_dir
+from .restricted import restricted as restricted_marks
+from .study import Study
+
+
+def _corpus(study: Study, corpus: str) -> CorpusSettings:
+    restricted = corpus in restricted_marks(study).corpora
+    return view(CorpusSettings, study.corpora[corpus], name=corpus, restricted=restricted)
+
+
+def corpus_settings(study: Study, corpus: str) -> dict[str, Any]:
+    """What building the corpus reads (its filters)."""
+    return {"corpus": to_dict(_corpus(study, corpus))}
+
+
+def parse_settings(study: Study, corpus: str) -> dict[str, Any]:
+    """What downloading and parsing its raw files read: a filter change leaves them alone."""
+    return {"corpus": to_dict(parse_view(_corpus(study, corpus)))}
+
+
+def vocab_settings(study: Study, vocab: str) -> dict[str, Any]:
+    return {"vocab": to_dict(TrainVocabSettings(name=vocab, train=study.vocabularies[vocab].train))}
+
+
+def model_settings(study: Study, model: str) -> dict[str, Any]:
+    m = study.models[model]
+    cls = PretrainModelSettings if m.kind == "pretrain" else DistillModelSettings
+    return {"model": to_dict(view(cls, m, name=model))}
+
+
+def task_settings(study: Study, task: str) -> dict[str, Any]:
+    spec = study.resolved_tasks[task].spec
+    return {"task": to_dict(view(PrepareTaskSettings, spec, restricted=task in restricted_marks(study).tasks))}
+
+
+def finetune_settings(study: Study, model: str, task: str) -> dict[str, Any]:
+    rt = study.resolved_tasks[task]
+    marks = restricted_marks(study)
+    settings = FinetuneRunSettings(
+        model=FinetuneModel(name=model, restricted=model in marks.models),
+        task=view(FinetuneTask, rt.spec, restricted=task in marks.tasks),
+        finetune=rt.finetune,
+    )
+    return to_dict(settings)
+
+
+def report_settings(study: Study, workflow_root: str) -> dict[str, Any]:
+    """Settings of the tables and plots (the only step that reads labels, domains, benchmarks, reference
+    names and the aggregation); relative reference CSV paths are taken from the workflow,
+    ``workflow_root`` (best relative to the run directory, so that a moved checkout changes nothing)."""
+    marks = restricted_marks(study)
+    models = {
+        name: {
+            "display": m.display or name,
+            "kind": m.kind,
+            "published": to_dict(m.published),
+            "restricted": name in marks.models,
+        }
+        for name, m in study.models.items()
+        if m.evaluate
+    }
+    tasks = {
+        name: {
+            "display": rt.spec.display,
+            "type": rt.spec.type,
+            "domain": rt.spec.domain,
+            "benchmarks": list(rt.spec.benchmarks),
+            "reference": dict(rt.spec.reference),
+            "metric": rt.spec.metric,
+            "folds": rt.spec.folds,
+            "selection_fold": rt.spec.selection_fold,
+            "restricted": name in marks.tasks,
+            "seeds": list(rt.seeds),
+        }
+        for name, rt in study.resolved_tasks.items()
+    }
+    runs = [
+        {"model": m, "task": t, "fold": f, "seed": s, "metrics": f"{run_dir(m, t, f, s)}/metrics.json"}
+        for m, t, f, s in finetune_runs(study)
+    ]
+    data = {
+        "models": models,
+        "tasks": tasks,
+        "runs": runs,
+        "aggregation": to_dict(study.aggregation),
+        "reference": {
+            key: path if path.startswith("/") else f"{workflow_root.rstrip('/')}/{path}"
+            for key, path in to_dict(study.reference).items()
+        },
+        "pretrain_logs": {
+            name: f"{model_dir(study, name)}/train_log.jsonl"
+            for name, m in study.models.items()
+            if m.kind != "external"
+        },
+        "vocab_diagnostics": {v: f"{vocab_dir(v)}/diagnostics.json" for v in study.vocabularies},
+        "restricted_models": sorted(marks.models),
+        "restricted_vocabularies": sorted(marks.vocabularies),
+    }
+    return to_dict(parse(ReportSettings, data, "report settings"))

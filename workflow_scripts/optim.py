@@ -1,0 +1,151 @@
+"""The optimisation recipe shared by pretraining, distillation and fine-tuning.
+
+- Parameter groups: biases and LayerNorm weights get no weight decay, every other trainable
+  parameter does (BERT's and ELECTRA's ``exclude_from_weight_decay``, HF Trainer's rule).
+- AdamW, fused on CUDA; :func:`updater` is the one place that builds it.
+- The learning-rate curve ``linear``: warm-up from 0 to the peak over W = int(warmup_ratio x
+  total) updates, then linear decay to 0 at ``total``. Update n (counted from 0) runs at
+  peak x n / W while n < W, then at peak x (total - n) / (total - W): the first update runs at
+  lr 0, as with transformers' ``get_linear_schedule_with_warmup`` and fairseq's
+  ``polynomial_decay`` (power 1, end lr 0), which RoBERTa was trained with.
+- Autocast: bf16 or fp16 on CUDA, none on CPU or for fp32; a loss scaler for fp16 only.
+- Seeding of python's, numpy's and torch's global random states.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import random
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+# torch's and HF Trainer's defaults: fine-tuning, which has no betas setting, uses them
+DEFAULT_BETAS = (0.9, 0.999)
+LOW_PRECISION = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def no_decay_names(module: nn.Module) -> set[str]:
+    """Names (as ``named_parameters`` gives them) of the trainable parameters that get no weight decay."""
+    exempt = set()
+    for owner in module.modules():
+        for name, param in owner.named_parameters(recurse=False):
+            if name == "bias" or isinstance(owner, nn.LayerNorm):
+                exempt.add(id(param))
+    return {name for name, p in module.named_parameters() if p.requires_grad and id(p) in exempt}
+
+
+def decay_groups(module: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+    """AdamW parameter groups: ``weight_decay`` for weights, 0 for biases and LayerNorm weights."""
+    exempt = no_decay_names(module)
+    decay, no_decay = [], []
+    for name, param in module.named_parameters():
+        if param.requires_grad:
+            (no_decay if name in exempt else decay).append(param)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def warmup_steps(warmup_ratio: float, total: int) -> int:
+    """``warmup_ratio``: the fraction of a run's planned updates spent warming up, rounded down."""
+    return int(warmup_ratio * total)
+
+
+def linear_factor(step: int, total: int, warmup: int) -> float:
+    """The fraction of the peak learning rate that update ``step`` (from 0) runs at, on curve ``linear``."""
+    if step < warmup:
+        return step / warmup
+    return max(0.0, (total - step) / max(1, total - warmup))
+
+
+def schedule(optimizer: torch.optim.Optimizer, total: int, warmup_ratio: float) -> torch.optim.lr_scheduler.LambdaLR:
+    """Curve ``linear`` over ``total`` updates (its arguments come from the settings, never from a checkpoint)."""
+    curve = functools.partial(linear_factor, total=total, warmup=warmup_steps(warmup_ratio, total))
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, curve)
+
+
+def amp_dtype(device: torch.device, precision: str) -> torch.dtype | None:
+    """The autocast dtype of ``precision`` on ``device``; None means fp32 (always on CPU)."""
+    return LOW_PRECISION.get(precision) if device.type == "cuda" else None
+
+
+def autocast(device: torch.device, precision: str):
+    dtype = amp_dtype(device, precision)
+    return torch.autocast("cuda", dtype=dtype) if dtype is not None else contextlib.nullcontext()
+
+
+def seed_everything(seed: int, deterministic: bool = False) -> None:
+    """Seed python's, numpy's and torch's (CPU and every GPU) global random states: weight
+    initialisation and dropout draw from them. ``deterministic`` also makes cuDNN pick fixed
+    kernels rather than the fastest by timing, so the same seed on the same GPU gives the same metrics."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+    if deterministic:
+        torch.backends.cudnn.deterministic = True
+        torch.backends.cudnn.benchmark = False
+
+
+@dataclass
+class Updater:
+    """AdamW, its schedule and the fp16 loss scaler (a pass-through otherwise), updated together."""
+
+    optimizer: torch.optim.AdamW
+    scheduler: torch.optim.lr_scheduler.LambdaLR
+    scaler: torch.amp.GradScaler
+
+    def backward(self, loss: torch.Tensor) -> None:
+        self.scaler.scale(loss).backward()
+
+    def step(self, parameters: Iterable[torch.Tensor], grad_clip: float) -> tuple[torch.Tensor | None, float]:
+        """Apply the accumulated gradients: clip their global norm to ``grad_clip`` (0: no
+        clipping), step, advance the schedule. Returns the norm before clipping (None
+        without clipping) and the learning rate this update ran at."""
+        norm = None
+        if grad_clip > 0:
+            self.scaler.unscale_(self.optimizer)
+            norm = torch.nn.utils.clip_grad_norm_(parameters, grad_clip)
+        lr = self.scheduler.get_last_lr()[0]
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
+        self.optimizer.zero_grad(set_to_none=True)
+        self.scheduler.step()
+        return norm, lr
+
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "scaler": self.scaler.state_dict(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        if "scaler" in state:
+            self.scaler.load_state_dict(state["scaler"])
+
+
+def updater(
+    module: nn.Module,
+    *,
+    lr: float,
+    weight_decay: float,
+    eps: float,
+    betas: tuple[float, ...] = DEFAULT_BETAS,
+    total_steps: int,
+    warmup_ratio: float,
+    precision: str,
+    device: torch.device,
+) -> Updater:
+    """The whole recipe for training ``module`` (on ``device``) for ``total_steps`` updates: AdamW
+    over :func:`decay_groups` (fused on CUDA), curve ``linear``, the fp16 loss scaler."""
+    optimizer = torch.optim.AdamW(
+        decay_groups(module, weight_decay), lr=lr, betas=tuple(betas), eps=eps, fused=device.type == "cuda"
+    )
+    scaler = torch.amp.GradScaler("cuda", enabled=amp_dtype(device, precision) == torch.float16)
+    return Updater(optimizer, schedule(optimizer, total_steps, warmup_ratio), scaler)

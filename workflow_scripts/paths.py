@@ -1,0 +1,32 @@
+"""Where every artifact lives: the path templates the rules declare and the plan fills in.
+
+Each template names its Snakemake wildcards in braces; ``str.format`` with the same names gives
+one job's path. Nothing here imports a stage, so the rules and every stage may import it.
+"""
+
+from __future__ import annotations
+
+RESULTS = "results"
+
+RAW = f"{RESULTS}/raw/{{corpus}}/{{file}}"
+TASK_RAW = f"{RESULTS}/raw/tasks/{{task}}/{{file}}"
+PARSED = f"{RESULTS}/parsed/{{corpus}}/{{file}}.parquet"
+CORPUS = f"{RESULTS}/corpus/{{corpus}}"
+VOCAB = f"{RESULTS}/vocab/{{vocab}}"
+MODEL = f"{RESULTS}/{{kind}}/{{model}}"  # a model built here, by its kind (pretrain, distill)
+PRETRAINED = MODEL.format(kind="pretrain", model="{model}")
+DISTILLED = MODEL.format(kind="distill", model="{model}")
+PACKED = f"{RESULTS}/packed/{{tokenizer}}/{{corpus}}/seq~{{seq_len}}/heldout~{{heldout}}"
+TASK = f"{RESULTS}/tasks/{{task}}"
+RUN = f"{RESULTS}/finetune/{{model}}/{{task}}/fold~{{fold}}/seed~{{seed}}"
+TABLES = f"{RESULTS}/tables"
+
+# The resolved settings each step reads, written by the settings rules.
+PARSE_SETTINGS = f"{RESULTS}/configs/parse/{{corpus}}.yaml"
+CORPUS_SETTINGS = f"{RESULTS}/configs/corpus/{{corpus}}.yaml"
+VOCAB_SETTINGS = f"{RESULTS}/configs/vocab/{{vocab}}.yaml"
+MODEL_SETTINGS = f"{RESULTS}/configs/models/{{model}}.yaml"
+TASK_SETTINGS = f"{RESULTS}/configs/tasks/{{task}}.yaml"
+FINETUNE_SETTINGS = f"{RESULTS}/configs/finetune/{{model}}/{{task}}.yaml"
+REPORT_SETTINGS = f"{RESULTS}/configs/report.yaml"
+TASK_REPORT_SETTINGS = f"{RESULTS}/configs/report/task~{{task}}.yaml"

@@ -1,0 +1,288 @@
+"""Run a step's CLI in a fork of an interpreter that has already imported torch and transformers.
+
+    python -m workflow_scripts.preload workflow_scripts.finetune.finetune --settings S.yaml ...
+
+Importing torch and transformers costs about 3 CPU seconds per process, as much as a small
+fine-tuning run itself. With ``WORKFLOW_PRELOAD=1`` the first such command starts a server that
+imports them once (no model, no thread pool, no CUDA) and waits on a Unix socket; every command
+then sends it its module, arguments, working directory, environment, ``sys.path`` and its own
+stdin/stdout/stderr, and the server forks a process that runs the module as ``python -m`` would.
+Our own modules are imported anew in each fork, from the caller's ``sys.path``, so code edits
+apply at once; the server leaves when idle. Signals sent to the command reach the fork, and the
+command exits with the fork's status. Without the variable (the default), or inside a Slurm job,
+the module simply runs in this process.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import runpy
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ENABLE = "WORKFLOW_PRELOAD"
+IDLE_SECONDS = float(os.environ.get("WORKFLOW_PRELOAD_IDLE", "120"))
+START_SECONDS = 120.0
+# Variables read while torch and transformers import: a server started under other values is another server.
+IMPORT_TIME_PREFIXES = ("OMP_", "MKL_", "OPENBLAS_", "TORCH", "PYTORCH", "CUDA", "HF_", "TRANSFORMERS", "LD_")
+# Under ``python -m`` this module's __name__ is __main__; its spec keeps the real name.
+MODULE = __spec__.name
+PACKAGE = MODULE.split(".")[0]
+
+
+def preloads() -> None:
+    import torch  # noqa: F401
+    import transformers  # noqa: F401
+    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoModelForTokenClassification  # noqa: F401
+    from transformers.models.bert import modeling_bert  # noqa: F401
+    from transformers.models.roberta import modeling_roberta  # noqa: F401
+
+
+def socket_path() -> Path:
+    env = sorted((k, v) for k, v in os.environ.items() if k.startswith(IMPORT_TIME_PREFIXES))
+    key = json.dumps([os.path.realpath(sys.executable), sys.prefix, env])
+    digest = hashlib.sha256(key.encode()).hexdigest()[:16]
+    return Path(os.environ.get("TMPDIR", "/tmp")) / f"workflow-preload-{os.getuid()}-{digest}.sock"
+
+
+def send_message(sock: socket.socket, message: dict, fds: list[int] | None = None) -> None:
+    data = json.dumps(message).encode()
+    header = struct.pack("!I", len(data))
+    if fds:
+        socket.send_fds(sock, [header], fds)
+        sock.sendall(data)
+    else:
+        sock.sendall(header + data)
+
+
+def receive_message(sock: socket.socket, with_fds: int = 0) -> tuple[dict | None, list[int]]:
+    fds: list[int] = []
+    if with_fds:
+        header, fds, _, _ = socket.recv_fds(sock, 4, with_fds)
+    else:
+        header = sock.recv(4)
+    while header and len(header) < 4:
+        more = sock.recv(4 - len(header))
+        if not more:
+            break
+        header += more
+    if len(header) < 4:
+        return None, fds
+    (size,) = struct.unpack("!I", header)
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            return None, fds
+        data += chunk
+    return json.loads(data), fds
+
+
+def run_module(module: str, args: list[str]) -> None:
+    sys.argv = [module, *args]
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
+
+
+def worker(request: dict, fds: list[int]) -> None:
+    """In the fork: become the caller's process (stdio, directory, environment, path), then run."""
+    for target, fd in enumerate(fds):
+        if fd != target:
+            os.dup2(fd, target)
+            os.close(fd)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    sys.path[:] = request["path"]
+    for name in [m for m in sys.modules if m == PACKAGE or m.startswith(PACKAGE + ".")]:
+        del sys.modules[name]
+    code = 0
+    try:
+        run_module(request["module"], request["args"])
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if not isinstance(exc.code, int | None):
+            print(exc.code, file=sys.stderr)
+    except BaseException:
+        import traceback
+
+        traceback.print_exc()
+        code = 1
+    finally:
+        atexit._run_exitfuncs()
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+            sys.stderr.flush()
+    os._exit(code)
+
+
+def supervise(conn: socket.socket) -> None:
+    """In the fork that holds the connection: start the worker, report its pid, then its status."""
+    request, fds = receive_message(conn, with_fds=3)
+    if request is None:
+        os._exit(1)
+    pid = os.fork()
+    if pid == 0:
+        conn.close()
+        worker(request, fds)
+    for fd in fds:
+        os.close(fd)
+    send_message(conn, {"pid": pid})
+    caller_gone = False
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        readable, _, _ = select.select([conn], [], [], 0.2)
+        if readable and not caller_gone and not conn.recv(1):
+            # The command was killed without a signal we could forward: its run must not go on alone.
+            caller_gone = True
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+    with contextlib.suppress(OSError):
+        send_message(conn, {"status": os.waitstatus_to_exitcode(status)})
+    os._exit(0)
+
+
+def serve(path: Path) -> None:
+    preloads()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    server.bind(str(path))
+    bound = path.stat().st_ino
+    server.listen(64)
+    server.settimeout(IDLE_SECONDS)
+    children: set[int] = set()
+    try:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                children = {pid for pid in children if os.waitpid(pid, os.WNOHANG) == (0, 0)}
+                if not children:
+                    return
+                continue
+            conn.settimeout(None)
+            pid = os.fork()
+            if pid == 0:
+                try:
+                    server.close()
+                    supervise(conn)
+                finally:
+                    os._exit(1)
+            conn.close()
+            children.add(pid)
+            children = {p for p in children if os.waitpid(p, os.WNOHANG) == (0, 0)}
+    finally:
+        # Unlink first: a command that connects after this starts a new server instead of waiting here.
+        with contextlib.suppress(FileNotFoundError):
+            if path.stat().st_ino == bound:
+                path.unlink()
+        server.close()
+
+
+def connect(path: Path) -> socket.socket | None:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(str(path))
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+def server_connection(path: Path) -> socket.socket | None:
+    """A connection to the running server, started first if none answers; None if none starts."""
+    sock = connect(path)
+    if sock is not None:
+        return sock
+    with open(f"{path}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        sock = connect(path)
+        if sock is not None:
+            return sock
+        with open(f"{path}.log", "ab") as server_log:
+            server = subprocess.Popen(
+                [sys.executable, "-m", MODULE, "--serve", str(path)],
+                stdin=subprocess.DEVNULL,
+                stdout=server_log,
+                stderr=server_log,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + START_SECONDS
+        while time.monotonic() < deadline and server.poll() is None:
+            sock = connect(path)
+            if sock is not None:
+                return sock
+            time.sleep(0.05)
+    return None
+
+
+def delegate(sock: socket.socket, module: str, args: list[str]) -> int | None:
+    """The run's exit status, or None if the server closed before starting it."""
+    request = {"module": module, "args": args, "cwd": os.getcwd(), "env": dict(os.environ), "path": sys.path}
+    try:
+        send_message(sock, request, fds=[0, 1, 2])
+        started, _ = receive_message(sock)
+    except OSError:
+        return None
+    if started is None:
+        return None
+    pid = started["pid"]
+
+    def forward(signum, _frame):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signum)
+
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(signum, forward)
+    finished, _ = receive_message(sock)
+    if finished is None:
+        print(f"error: the preloaded process running {module} vanished without a status", file=sys.stderr)
+        return 1
+    return finished["status"]
+
+
+def exit_like(status: int) -> None:
+    if status < 0:
+        signal.signal(-status, signal.SIG_DFL)
+        os.kill(os.getpid(), -status)
+    sys.exit(status)
+
+
+def main(argv: list[str]) -> None:
+    if argv[:1] == ["--serve"]:
+        serve(Path(argv[1]))
+        return
+    if not argv:
+        sys.exit("usage: python -m workflow_scripts.preload MODULE [ARGS...]")
+    module, args = argv[0], argv[1:]
+    # Never under Slurm: a server started by one job would live in, and be killed with, that job's cgroup.
+    if os.environ.get(ENABLE, "") not in ("", "0") and "SLURM_JOB_ID" not in os.environ:
+        # A second try covers a server that was closing for idleness as this command connected.
+        for _ in range(2):
+            sock = server_connection(socket_path())
+            if sock is None:
+                break
+            with sock:
+                status = delegate(sock, module, args)
+            if status is not None:
+                exit_like(status)
+    run_module(module, args)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
