@@ -19,7 +19,7 @@ rule control:
     params:
         of=lambda wildcards: plan.model_dir(STUDY, STUDY.models[wildcards.model].init),
     shell:
-        "python -m workflow_scripts.controls.random_init --of {params.of} --seed 0"
+        "python -m workflow_scripts.controls.control --of {params.of} --seed 0"
         " --out results/control/{wildcards.model} 2> {log}"
 
 

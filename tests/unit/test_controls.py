@@ -9,7 +9,7 @@ from test_finetune_run import TASKS, make_bert, write_settings, write_task
 
 from workflow_scripts.config import plan
 from workflow_scripts.config.study import load_study
-from workflow_scripts.controls import baseline, random_init
+from workflow_scripts.controls import baseline, control
 from workflow_scripts.errors import PipelineError
 
 
@@ -46,7 +46,7 @@ def test_control_checkpoint_has_the_architecture_and_vocabulary_but_new_weights(
     from transformers import AutoModelForMaskedLM
 
     source = make_bert(tmp_path / "bert")
-    random_init.main(["--of", str(source), "--seed", "7", "--out", str(tmp_path / "control")])
+    control.main(["--of", str(source), "--seed", "7", "--out", str(tmp_path / "control")])
     trained = AutoModelForMaskedLM.from_pretrained(source)
     control = AutoModelForMaskedLM.from_pretrained(tmp_path / "control")
     assert control.config.to_dict()["hidden_size"] == trained.config.hidden_size

@@ -1,6 +1,6 @@
 """A no-pretraining control: a model's architecture and vocabulary with random weights.
 
-    python -m workflow_scripts.controls.random_init --of results/pretrain/M --seed 0 --out results/control/C
+    python -m workflow_scripts.controls.control --of results/pretrain/M --seed 0 --out results/control/C
 
 Fine-tuning this checkpoint like any other shows what the task data alone teaches the same
 network, so a pretrained model's advantage over it is what pretraining contributed.
@@ -17,7 +17,7 @@ from .. import provenance
 from ..cli import run
 from ..errors import PipelineError
 
-log = logging.getLogger("controls.random_init")
+log = logging.getLogger("controls.control")
 
 
 def random_checkpoint(source: str, seed: int, out: Path) -> list[Path]:
@@ -40,7 +40,7 @@ def random_checkpoint(source: str, seed: int, out: Path) -> list[Path]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.controls.random_init",
+    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.controls.control",
                                      description=__doc__.split("\n")[0])
     parser.add_argument("--of", required=True, help="checkpoint whose architecture and tokenizer are copied")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random weights")
@@ -48,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     started = provenance.now()
     written = random_checkpoint(args.of, args.seed, args.out)
-    provenance.record(args.out, step="controls.random_init", inputs={"architecture": args.of},
+    provenance.record(args.out, step="controls.control", inputs={"architecture": args.of},
                       params={"init": "random"}, seed=args.seed, outputs=written, started=started)
 
 
