@@ -20,7 +20,6 @@ include: "rules/controls.smk"
 include: "rules/tasks.smk"
 include: "rules/finetune.smk"
 include: "rules/report.smk"
-include: "rules/findings.smk"
 include: "rules/targets.smk"
 
 

@@ -2,35 +2,50 @@
 # vocabulary (fine-tuned by rule finetune like any model), and each task's no-training
 # baseline, written in the fine-tuning runs' format so the tables read both alike.
 localrules:
+    baseline_settings,
     baseline,
 
 
 rule control:
     input:
+        settings=paths.MODEL_SETTINGS,
         upstream=model_inputs,
     output:
-        model="results/control/{model}/model.safetensors",
-        config="results/control/{model}/config.json",
-        provenance="results/control/{model}/provenance.json",
+        model=f"{paths.CONTROL}/model.safetensors",
+        config=f"{paths.CONTROL}/config.json",
+        provenance=f"{paths.CONTROL}/provenance.json",
     log:
         "results/logs/control/{model}.log",
     conda:
         CONDA_ENV
     params:
-        of=lambda wildcards: plan.model_dir(STUDY, STUDY.models[wildcards.model].init),
+        of=lambda wildcards: model_dir(STUDY.models[wildcards.model].init),
     shell:
-        "python -m workflow_scripts.controls.control --of {params.of} --seed 0"
-        " --out results/control/{wildcards.model} 2> {log}"
+        "python -m workflow_scripts.controls.control --settings {input.settings}"
+        " --of {params.of} --out results/control/{wildcards.model} 2> {log}"
+
+
+rule baseline_settings:
+    output:
+        paths.BASELINE_SETTINGS,
+    log:
+        "results/logs/baseline_settings/{model}/{task}.log",
+    params:
+        settings=lambda wildcards: step_settings.baseline_settings(
+            STUDY, wildcards.model, wildcards.task
+        ),
+    run:
+        write_settings(output[0], params.settings)
 
 
 rule baseline:
     input:
-        settings="results/configs/finetune/{model}/{task}.yaml",
-        task="results/tasks/{task}/data_card.json",
+        settings=paths.BASELINE_SETTINGS,
+        task=f"{paths.TASK}/data_card.json",
     output:
-        metrics="results/finetune/{model}/{task}/fold~{fold}/seed~{seed}/metrics.json",
-        predictions="results/finetune/{model}/{task}/fold~{fold}/seed~{seed}/predictions.jsonl",
-        provenance="results/finetune/{model}/{task}/fold~{fold}/seed~{seed}/provenance.json",
+        metrics=f"{paths.RUN}/metrics.json",
+        predictions=f"{paths.RUN}/predictions.jsonl",
+        provenance=f"{paths.RUN}/provenance.json",
     log:
         "results/logs/baseline/{model}/{task}/fold~{fold}/seed~{seed}.log",
     wildcard_constraints:

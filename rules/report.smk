@@ -4,6 +4,7 @@ localrules:
     plots,
     corpus_table,
     heldout_table,
+    findings,
 
 
 rule report_settings:
@@ -110,3 +111,39 @@ rule heldout_table:
     shell:
         "python -m workflow_scripts.report.heldout_table --model {params.models}"
         " --out results/tables 2> {log}"
+
+
+# The findings stated in sentences from the tables (findings.md), and a page of the HTML
+# report with the findings, the main tables and the plots (also on the report's first page).
+FINDINGS = [f"{paths.TABLES}/findings.md", f"{paths.TABLES}/findings.html"]
+
+
+rule findings:
+    input:
+        settings=paths.REPORT_SETTINGS,
+        tables=[
+            f"{paths.TABLES}/{table}.csv"
+            for table in ("comparisons", "medians", "spread", "groups")
+        ],
+        plots=PLOTS,
+        heldout=HELDOUT_TABLES[:1] if HELDOUT_MODELS else [],
+    output:
+        md=FINDINGS[0],
+        html=report(
+            FINDINGS[1],
+            caption=f"{CAPTIONS}/findings.rst",
+            category="Findings",
+        ),
+        provenance="results/tables/findings.provenance.json",
+    log:
+        "results/logs/findings.log",
+    conda:
+        CONDA_ENV
+    params:
+        heldout=lambda wildcards, input: (
+            f"--heldout {input.heldout}" if input.heldout else ""
+        ),
+        plots=lambda wildcards, input: " ".join(f"--plot {p}" for p in input.plots),
+    shell:
+        "python -m workflow_scripts.report.findings --settings {input.settings}"
+        " --tables results/tables {params.heldout} {params.plots} 2> {log}"

@@ -13,9 +13,10 @@ TASK_RAW = f"{RESULTS}/raw/tasks/{{task}}/{{file}}"
 PARSED = f"{RESULTS}/parsed/{{corpus}}/{{file}}.parquet"
 CORPUS = f"{RESULTS}/corpus/{{corpus}}"
 VOCAB = f"{RESULTS}/vocab/{{vocab}}"
-MODEL = f"{RESULTS}/{{kind}}/{{model}}"  # a model built here, by its kind (pretrain, distill)
+MODEL = f"{RESULTS}/{{kind}}/{{model}}"  # a model built here, by its kind (pretrain, distill, control)
 PRETRAINED = MODEL.format(kind="pretrain", model="{model}")
 DISTILLED = MODEL.format(kind="distill", model="{model}")
+CONTROL = MODEL.format(kind="control", model="{model}")  # a model's architecture with random weights
 PACKED = f"{RESULTS}/packed/{{tokenizer}}/{{corpus}}/seq~{{seq_len}}/heldout~{{heldout}}"
 TASK = f"{RESULTS}/tasks/{{task}}"
 RUN = f"{RESULTS}/finetune/{{model}}/{{task}}/fold~{{fold}}/seed~{{seed}}"
@@ -28,5 +29,6 @@ VOCAB_SETTINGS = f"{RESULTS}/configs/vocab/{{vocab}}.yaml"
 MODEL_SETTINGS = f"{RESULTS}/configs/models/{{model}}.yaml"
 TASK_SETTINGS = f"{RESULTS}/configs/tasks/{{task}}.yaml"
 FINETUNE_SETTINGS = f"{RESULTS}/configs/finetune/{{model}}/{{task}}.yaml"
+BASELINE_SETTINGS = f"{RESULTS}/configs/baseline/{{model}}/{{task}}.yaml"
 REPORT_SETTINGS = f"{RESULTS}/configs/report.yaml"
 TASK_REPORT_SETTINGS = f"{RESULTS}/configs/report/task~{{task}}.yaml"

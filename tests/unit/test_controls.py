@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_finetune_run import TASKS, make_bert, write_settings, write_task
+import yaml
+from test_finetune_run import TASKS, make_bert, task_spec, write_task
 
-from workflow_scripts.config import plan
+from workflow_scripts.config import plan, step_settings
 from workflow_scripts.config.study import load_study
 from workflow_scripts.controls import baseline, control
+from workflow_scripts.controls.settings import BaselineSettings, ControlSettings
 from workflow_scripts.errors import PipelineError
+from workflow_scripts.typed import parse
 
 
 def test_each_type_predicts_from_training_labels_only():
@@ -27,7 +30,8 @@ def test_each_type_predicts_from_training_labels_only():
 @pytest.mark.parametrize("task_type", sorted(TASKS))
 def test_baseline_run_is_scored_like_a_fine_tuning_run(tmp_path, task_type):
     task_dir = write_task(tmp_path, task_type)
-    settings = write_settings(tmp_path / "s.yaml", task_type)
+    settings = tmp_path / "s.yaml"
+    settings.write_text(yaml.safe_dump({"model": {"name": "none"}, "task": task_spec(task_type)}))
     out = tmp_path / "run"
     baseline.main(["--settings", str(settings), "--task-dir", str(task_dir), "--seed", "2", "--out", str(out)])
     metrics = json.loads((out / "metrics.json").read_text())
@@ -46,13 +50,15 @@ def test_control_checkpoint_has_the_architecture_and_vocabulary_but_new_weights(
     from transformers import AutoModelForMaskedLM
 
     source = make_bert(tmp_path / "bert")
-    control.main(["--of", str(source), "--seed", "7", "--out", str(tmp_path / "control")])
+    settings = tmp_path / "control.yaml"
+    settings.write_text(yaml.safe_dump({"model": {"name": "control", "seed": 7}}))
+    control.main(["--settings", str(settings), "--of", str(source), "--out", str(tmp_path / "control")])
     trained = AutoModelForMaskedLM.from_pretrained(source)
-    control = AutoModelForMaskedLM.from_pretrained(tmp_path / "control")
-    assert control.config.to_dict()["hidden_size"] == trained.config.hidden_size
+    random = AutoModelForMaskedLM.from_pretrained(tmp_path / "control")
+    assert random.config.to_dict()["hidden_size"] == trained.config.hidden_size
     assert (tmp_path / "control/tokenizer_config.json").is_file()
     a = trained.get_input_embeddings().weight
-    b = control.get_input_embeddings().weight
+    b = random.get_input_embeddings().weight
     assert a.shape == b.shape and not bool((a == b).all())
 
 
@@ -73,3 +79,18 @@ def test_controls_pack_nothing():
     study = load_study(_config(ctl={"kind": "control", "init": "base"}, none={"kind": "baseline"}))
     assert plan.model_packed(study, "ctl") == [] and plan.model_packed(study, "none") == []
     assert plan.pack_tokenizers(study) == {}
+
+
+def test_control_and_baseline_settings_hold_only_what_their_steps_read():
+    config = _config(ctl={"kind": "control", "init": "base"}, none={"kind": "baseline"})
+    study = load_study({**config, "tasks": {"chemprot": {"finetune": {"lr": 1e-3}}}})
+    assert step_settings.model_settings(study, "ctl") == {"model": {"name": "ctl", "seed": 0}}
+    parse(ControlSettings, step_settings.model_settings(study, "ctl")["model"], "model")
+    written = step_settings.baseline_settings(study, "none", "chemprot")
+    assert set(written) == {"model", "task"} and written["task"]["negative_label"] == "false"
+    assert parse(BaselineSettings, written, "baseline").task.type == "relation"
+    # a learning-rate change reaches the fine-tuning runs, not the baseline
+    other = load_study({**config, "tasks": {"chemprot": {"finetune": {"lr": 5e-4}}}})
+    assert step_settings.baseline_settings(other, "none", "chemprot") == written
+    runs = [step_settings.finetune_settings(s, "ctl", "chemprot") for s in (study, other)]
+    assert runs[0]["finetune"]["lr"] == 1e-3 and runs[1]["finetune"]["lr"] == 5e-4

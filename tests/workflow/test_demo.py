@@ -175,9 +175,10 @@ def test_adding_a_model_and_a_task_to_the_finished_study_runs_only_their_jobs(de
         "prepare_task": 1,
         "model_settings": 1,
         "distill": 1,
-        "finetune_settings": new_pairs,
+        "finetune_settings": new_pairs - 1,
         "finetune": (new_pairs - 1) * seeds,
-        "baseline": seeds,  # the new task's no-training baseline
+        "baseline_settings": 1,  # the new task's no-training baseline
+        "baseline": seeds,
         # a new NER task's entity words enter every vocabulary's fragmentation figures
         "vocab_diagnostics": len(cfg["vocabularies"]),
     }

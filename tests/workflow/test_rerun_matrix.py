@@ -21,8 +21,8 @@ from workflow_scripts import paths
 from workflow_scripts.config import plan
 from workflow_scripts.config.validate import load_config
 
-REPORT = {"report_settings": 1, "tables": 1, "plots": 1, "all": 1}
-TABLES = {"tables": 1, "plots": 1, "all": 1}
+REPORT = {"report_settings": 1, "tables": 1, "plots": 1, "findings": 1, "all": 1}
+TABLES = {"tables": 1, "plots": 1, "findings": 1, "all": 1}
 MODELS = 2  # the teacher and its student, each fine-tuned on every task
 
 
@@ -71,6 +71,14 @@ def _set(path: str, value: Any) -> Callable[[dict], None]:
 def _add_model(cfg: dict) -> None:
     cfg["models"]["tiny2"] = {**copy.deepcopy(cfg["models"]["tiny"]), "display": "Tiny 2"}
     cfg["models"]["tiny2"]["pretrain"]["seed"] = 7
+
+
+def _add_control(cfg: dict) -> None:
+    cfg["models"]["control"] = {"kind": "control", "display": "No pretraining", "init": "tiny"}
+
+
+def _add_baseline(cfg: dict) -> None:
+    cfg["models"]["none"] = {"kind": "baseline", "display": "No training"}
 
 
 def _add_task(cfg: dict) -> None:
@@ -124,6 +132,8 @@ MATRIX: list[tuple[str, Callable[[dict], None], dict[str, int]]] = [
         {"model_settings": 1, "pretrain": 1, "distill": 1, "heldout_table": 1, "finetune": 2 * MODELS, **TABLES},
     ),
     ("adding a model", _add_model, {"model_settings": 1, "pretrain": 1, **_runs(2), **REPORT}),
+    ("adding a no-pretraining control", _add_control, {"model_settings": 1, "control": 1, **_runs(2), **REPORT}),
+    ("adding the no-training baseline", _add_baseline, {"baseline_settings": 2, "baseline": 2, **REPORT}),
     (
         "adding a task",
         _add_task,
@@ -171,10 +181,14 @@ def _settings_files(study) -> list[str]:
         if entry.type != "text":
             files += [paths.PARSE_SETTINGS.format(corpus=corpus), paths.CORPUS_SETTINGS.format(corpus=corpus)]
     files += [paths.VOCAB_SETTINGS.format(vocab=vocab) for vocab in study.vocabularies]
-    files += [paths.MODEL_SETTINGS.format(model=m) for m, e in study.models.items() if e.kind != "external"]
+    trained = [m for m, e in study.models.items() if e.kind not in ("external", "baseline")]
+    files += [paths.MODEL_SETTINGS.format(model=m) for m in trained]
+    baselines = plan.baseline_models(study)
     for task in study.resolved_tasks:
         files += [paths.TASK_SETTINGS.format(task=task), paths.TASK_REPORT_SETTINGS.format(task=task)]
-        files += [paths.FINETUNE_SETTINGS.format(model=m, task=task) for m in plan.evaluated_models(study)]
+        for m in plan.evaluated_models(study):
+            template = paths.BASELINE_SETTINGS if m in baselines else paths.FINETUNE_SETTINGS
+            files.append(template.format(model=m, task=task))
     return files
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..controls.settings import BaselineSettings, ControlSettings
 from ..corpus.settings import CorpusSettings, parse_view
 from ..distill.settings import DistillModelSettings
 from ..finetune.settings import FinetuneModel, FinetuneRunSettings, FinetuneTask
@@ -38,10 +39,13 @@ def vocab_settings(study: Study, vocab: str) -> dict[str, Any]:
     return {"vocab": to_dict(TrainVocabSettings(name=vocab, train=study.vocabularies[vocab].train))}
 
 
+MODEL_SETTINGS = {"pretrain": PretrainModelSettings, "distill": DistillModelSettings, "control": ControlSettings}
+
+
 def model_settings(study: Study, model: str) -> dict[str, Any]:
+    """What training the model reads: its recipe, or a control's seed of its random weights."""
     m = study.models[model]
-    cls = PretrainModelSettings if m.kind == "pretrain" else DistillModelSettings
-    return {"model": to_dict(view(cls, m, name=model))}
+    return {"model": to_dict(view(MODEL_SETTINGS[m.kind], m, name=model))}
 
 
 def task_settings(study: Study, task: str) -> dict[str, Any]:
@@ -49,15 +53,24 @@ def task_settings(study: Study, task: str) -> dict[str, Any]:
     return {"task": to_dict(view(PrepareTaskSettings, spec, restricted=task in restricted_marks(study).tasks))}
 
 
-def finetune_settings(study: Study, model: str, task: str) -> dict[str, Any]:
-    rt = study.resolved_tasks[task]
+def _run_parts(study: Study, model: str, task: str) -> tuple[FinetuneModel, FinetuneTask]:
     marks = restricted_marks(study)
-    settings = FinetuneRunSettings(
-        model=FinetuneModel(name=model, restricted=model in marks.models),
-        task=view(FinetuneTask, rt.spec, restricted=task in marks.tasks),
-        finetune=rt.finetune,
+    spec = study.resolved_tasks[task].spec
+    return FinetuneModel(name=model, restricted=model in marks.models), view(
+        FinetuneTask, spec, restricted=task in marks.tasks
     )
+
+
+def finetune_settings(study: Study, model: str, task: str) -> dict[str, Any]:
+    model_part, task_part = _run_parts(study, model, task)
+    settings = FinetuneRunSettings(model=model_part, task=task_part, finetune=study.resolved_tasks[task].finetune)
     return to_dict(settings)
+
+
+def baseline_settings(study: Study, model: str, task: str) -> dict[str, Any]:
+    """A no-training baseline reads the run's model and task, never the hyper-parameters."""
+    model_part, task_part = _run_parts(study, model, task)
+    return to_dict(BaselineSettings(model=model_part, task=task_part))
 
 
 def report_settings(study: Study, workflow_root: str) -> dict[str, Any]:
@@ -106,7 +119,7 @@ def report_settings(study: Study, workflow_root: str) -> dict[str, Any]:
         "pretrain_logs": {
             name: f"{model_dir(study, name)}/train_log.jsonl"
             for name, m in study.models.items()
-            if m.kind != "external"
+            if m.kind in ("pretrain", "distill")
         },
         "vocab_diagnostics": {v: f"{vocab_dir(v)}/diagnostics.json" for v in study.vocabularies},
         "restricted_models": sorted(marks.models),

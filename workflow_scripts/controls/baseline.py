@@ -25,8 +25,8 @@ from ..atomic import write_json, write_jsonl
 from ..cli import run
 from ..errors import PipelineError
 from ..finetune import data
-from ..finetune.settings import RunSettings, load
 from ..tasks.metrics import compute_all, metric_names, test_section
+from .settings import BaselineSettings, load_baseline
 
 RULES = {
     "ner": "every word tagged {negative}",
@@ -35,7 +35,7 @@ RULES = {
     "doc_classification": "the most frequent training label set",
 }
 MAJORITY = "the most frequent training label"
-log = logging.getLogger("controls.baseline")
+log = logging.getLogger(__name__)
 
 
 def rule_of(task_type: str, negative: str) -> str:
@@ -58,7 +58,7 @@ def predict(task_type: str, train_gold: list[Any], test_rows: list[dict[str, Any
     return [label] * len(test_rows)
 
 
-def baseline(settings: RunSettings, task_dir: Path, fold: int, seed: int, out: Path) -> dict[str, Any]:
+def baseline(settings: BaselineSettings, task_dir: Path, fold: int, seed: int, out: Path) -> dict[str, Any]:
     started_at, started = provenance.now(), time.perf_counter()
     task = settings.task
     splits = data.read_splits(data.split_dir(task_dir, task, fold), task.type)
@@ -67,39 +67,64 @@ def baseline(settings: RunSettings, task_dir: Path, fold: int, seed: int, out: P
     preds = predict(task.type, data.gold(splits["train"], task.type), splits["test"], negative)
     test_gold = data.gold(splits["test"], task.type)
     names = metric_names(task.metric)
-    test = test_section(compute_all(names, test_gold, preds, labels=labels or None,
-                                    negative_label=task.negative_label, ids=[r["id"] for r in splits["test"]]))
+    test = test_section(
+        compute_all(
+            names,
+            test_gold,
+            preds,
+            labels=labels or None,
+            negative_label=task.negative_label,
+            ids=[r["id"] for r in splits["test"]],
+        )
+    )
     restricted = settings.model.restricted or task.restricted
     metrics = {
-        "model": settings.model.name, "task": task.name, "fold": fold, "seed": seed, "metric": task.metric,
-        "metrics": names, "test": test, "baseline": rule_of(task.type, negative), "restricted": restricted,
+        "model": settings.model.name,
+        "task": task.name,
+        "fold": fold,
+        "seed": seed,
+        "metric": task.metric,
+        "metrics": names,
+        "test": test,
+        "baseline": rule_of(task.type, negative),
+        "restricted": restricted,
         "examples": {k: len(v) for k, v in splits.items()},
         "runtime_s": round(time.perf_counter() - started, 3),
     }
     out.mkdir(parents=True, exist_ok=True)
     (out / provenance.FILENAME).unlink(missing_ok=True)
-    write_jsonl(out / "predictions.jsonl",
-                [{"id": r["id"], "gold": g, "pred": p} for r, g, p in zip(splits["test"], test_gold, preds)])
+    write_jsonl(
+        out / "predictions.jsonl",
+        [{"id": r["id"], "gold": g, "pred": p} for r, g, p in zip(splits["test"], test_gold, preds)],
+    )
     write_json(out / "metrics.json", metrics)
-    provenance.record(out, step="controls.baseline", inputs={"task": str(task_dir)},
-                      params={"baseline": metrics["baseline"], "metric": task.metric}, seed=seed,
-                      restricted=restricted, started=started_at,
-                      outputs=[out / "metrics.json", out / "predictions.jsonl"])
+    provenance.record(
+        out,
+        step="controls.baseline",
+        inputs={"task": str(task_dir)},
+        params={"baseline": metrics["baseline"], "metric": task.metric},
+        seed=seed,
+        restricted=restricted,
+        started=started_at,
+        outputs=[out / "metrics.json", out / "predictions.jsonl"],
+    )
     return metrics
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.controls.baseline",
-                                     description=__doc__.split("\n")[0])
-    parser.add_argument("--settings", required=True, type=Path, help="YAML with model, task and finetune keys")
+    parser = argparse.ArgumentParser(
+        prog="python -m workflow_scripts.controls.baseline", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--settings", required=True, type=Path, help="YAML with the model and task keys")
     parser.add_argument("--task-dir", required=True, type=Path, help="results/tasks/{task}")
     parser.add_argument("--fold", type=int, default=0, help="cross-validation fold (0 for unfolded tasks)")
     parser.add_argument("--seed", type=int, required=True, help="seed of the runs this one is paired with")
     parser.add_argument("--out", required=True, type=Path, help="results/finetune/{model}/{task}/fold~{f}/seed~{s}")
     args = parser.parse_args(argv)
-    metrics = baseline(load(args.settings), args.task_dir, args.fold, args.seed, args.out)
-    log.info("%s fold %d: %s scores %.4f on test", metrics["task"], args.fold, metrics["baseline"],
-             metrics["test"]["score"])
+    metrics = baseline(load_baseline(args.settings), args.task_dir, args.fold, args.seed, args.out)
+    log.info(
+        "%s fold %d: %s scores %.4f on test", metrics["task"], args.fold, metrics["baseline"], metrics["test"]["score"]
+    )
 
 
 if __name__ == "__main__":

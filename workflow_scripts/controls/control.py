@@ -1,6 +1,7 @@
 """A no-pretraining control: a model's architecture and vocabulary with random weights.
 
-    python -m workflow_scripts.controls.control --of results/pretrain/M --seed 0 --out results/control/C
+    python -m workflow_scripts.controls.control --settings results/configs/models/C.yaml \
+        --of results/pretrain/M --out results/control/C
 
 Fine-tuning this checkpoint like any other shows what the task data alone teaches the same
 network, so a pretrained model's advantage over it is what pretraining contributed.
@@ -16,8 +17,9 @@ from typing import Sequence
 from .. import provenance
 from ..cli import run
 from ..errors import PipelineError
+from .settings import load_control
 
-log = logging.getLogger("controls.control")
+log = logging.getLogger(__name__)
 
 
 def random_checkpoint(source: str, seed: int, out: Path) -> list[Path]:
@@ -34,22 +36,32 @@ def random_checkpoint(source: str, seed: int, out: Path) -> list[Path]:
         raise PipelineError(f"--of {source}: not a transformers checkpoint with a tokenizer ({exc})") from exc
     torch.manual_seed(seed)
     model = AutoModelForMaskedLM.from_config(config)
-    log.info("%s: %s with %d random parameters", source, type(model).__name__,
-             sum(p.numel() for p in model.parameters()))
+    log.info(
+        "%s: %s with %d random parameters", source, type(model).__name__, sum(p.numel() for p in model.parameters())
+    )
     return export_model(model, tokenizer, out)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.controls.control",
-                                     description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m workflow_scripts.controls.control", description=__doc__.split("\n")[0]
+    )
+    parser.add_argument("--settings", required=True, type=Path, help="YAML whose model key holds name and seed")
     parser.add_argument("--of", required=True, help="checkpoint whose architecture and tokenizer are copied")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the random weights")
     parser.add_argument("--out", required=True, type=Path, help="results/control/{model}")
     args = parser.parse_args(argv)
     started = provenance.now()
-    written = random_checkpoint(args.of, args.seed, args.out)
-    provenance.record(args.out, step="controls.control", inputs={"architecture": args.of},
-                      params={"init": "random"}, seed=args.seed, outputs=written, started=started)
+    settings = load_control(args.settings)
+    written = random_checkpoint(args.of, settings.seed, args.out)
+    provenance.record(
+        args.out,
+        step="controls.control",
+        inputs={"architecture": args.of},
+        params={"name": settings.name, "init": "random"},
+        seed=settings.seed,
+        outputs=written,
+        started=started,
+    )
 
 
 if __name__ == "__main__":
