@@ -5,8 +5,8 @@ templates (demo/generator/lexicon.py), ten sentences (about 115 words) each. Kno
 fractions are planted: exact duplicates (5%: a copy of an earlier document, case and
 spacing changed), near duplicates (5%: a copy with one word replaced, about 0.92 Jaccard
 similarity of 5-word shingles, above the 0.8 threshold) and contaminated documents (1%: one
-of 1,000 test examples, written from a separate sentence pool, inserted whole). Each size runs in its own single-threaded
-subprocess, which streams the documents through the corpus code the build step uses:
+of 1,000 test examples, written from a separate sentence pool, inserted whole). Each size runs
+in its own single-threaded subprocess, which streams the documents through the corpus code the build step uses:
 
 - exact: ``dedup.ExactDedup`` over every document;
 - minhash: ``dedup.MinHasher.signature`` (done by the parse jobs in the workflow) into an

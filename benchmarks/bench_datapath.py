@@ -39,6 +39,7 @@ from pathlib import Path
 
 import yaml
 from bench_medline_parse import make_file
+
 from workflow_scripts.config import plan
 
 ROOT = Path(__file__).resolve().parents[1]

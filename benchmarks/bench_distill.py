@@ -28,14 +28,14 @@ from pathlib import Path
 import numpy as np
 import torch
 import yaml
+from bench_pretrain import device_name, fill_defaults, release, synthetic_corpus, use_device, wordpiece
 from transformers import PreTrainedTokenizerFast
 from transformers.utils import logging as hf_logging
 
-from bench_pretrain import device_name, fill_defaults, release, synthetic_corpus, use_device, wordpiece
-from workflow_scripts.typed import parse
 from workflow_scripts.distill import distill as distill_cli
 from workflow_scripts.pretrain.model import build_model
 from workflow_scripts.pretrain.settings import PretrainSettings
+from workflow_scripts.typed import parse
 
 
 def run(work: Path, name: str, teacher: Path, corpus: Path, recipe: dict, steps: int, warmup: int) -> dict:

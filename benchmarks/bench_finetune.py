@@ -37,9 +37,8 @@ from pathlib import Path
 
 import torch
 import yaml
-from transformers.utils import logging as hf_logging
-
 from bench_pretrain import StepClock, device_name, fill_defaults, release, sync, use_device
+from transformers.utils import logging as hf_logging
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = ["false", "CPR:3", "CPR:4", "CPR:5", "CPR:6", "CPR:9"]
@@ -99,8 +98,8 @@ def make_model(directory: Path, rows: list[dict], size: str) -> Path:
 
 def run_ours(model: str, task_dir: Path, work: Path, args) -> dict:
     from workflow_scripts.finetune.finetune import finetune
-    from workflow_scripts.typed import parse
     from workflow_scripts.finetune.settings import FinetuneRunSettings
+    from workflow_scripts.typed import parse
 
     steps = math.ceil(args.examples / 32) * args.epochs
     settings = parse(FinetuneRunSettings, {

@@ -94,7 +94,7 @@ def measure(vocab: Path, corpus: str, threads: int, repeats: int, seq_len: int) 
         "ratio_per_core": round(per_core["pack"] / per_core["plain"], 3),
         # the same ratio within each repeat: both contenders ran back to back under the same load
         "ratio_per_core_by_repeat": [
-            round(plain / pack, 3) for (plain, _), (pack, _) in zip(r["runs"]["plain"], r["runs"]["pack"])
+            round(plain / pack, 3) for (plain, _), (pack, _) in zip(r["runs"]["plain"], r["runs"]["pack"], strict=True)
         ],
         "runs_cpu_wall_s": r["runs"],
     }

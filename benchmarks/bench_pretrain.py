@@ -61,13 +61,13 @@ from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers,
 from transformers import DataCollatorForLanguageModeling, PreTrainedTokenizerFast, get_linear_schedule_with_warmup
 from transformers.utils import logging as hf_logging
 
-from workflow_scripts.typed import parse
 from workflow_scripts.pack.index import read_index
 from workflow_scripts.pretrain import pretrain as pretrain_cli
 from workflow_scripts.pretrain.data import PackedBlocks
 from workflow_scripts.pretrain.loop import peak_tflops
 from workflow_scripts.pretrain.model import build_model, non_embedding_params, train_flops_per_token
 from workflow_scripts.pretrain.settings import PretrainSettings
+from workflow_scripts.typed import parse
 
 SYLLABLES = ["ab", "al", "an", "ar", "ba", "be", "ca", "ce", "co", "da", "de", "di", "el", "en", "er", "fa", "ga", "he",
              "hy", "in", "io", "ka", "la", "le", "li", "ma", "me", "mi", "na", "ne", "no", "ol", "on", "or", "pa", "pe",
@@ -341,7 +341,8 @@ def main(argv=None) -> None:
         tokenizer = PreTrainedTokenizerFast.from_pretrained(vocab)
         runs = [bench_one(work, work / "corpus", vocab, tokenizer, m, L, args, device, peak) for m in args.models for L in args.seq_lens]
     result = {
-        "benchmark": "pretraining step: ours vs transformers.Trainer + DataCollatorForLanguageModeling (and the same work in a bare loop)",
+        "benchmark": "pretraining step: ours vs transformers.Trainer + "
+            "DataCollatorForLanguageModeling (and the same work in a bare loop)",
         "device": device_name(device, args.threads), "peak_tflops": peak, "torch": torch.__version__,
         "transformers": transformers.__version__, "settings": vars(args), "flops": FORMULAS, "runs": runs,
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -98,7 +98,8 @@ import pyarrow.parquet as pq
 from workflow_scripts.pack.pack import pack_shard
 vocab, corpora, seq_len = sys.argv[1], sys.argv[2:-1], int(sys.argv[-1])
 tok = AutoTokenizer.from_pretrained(vocab)
-texts = [t for c in corpora for s in sorted(Path(c).glob("shard~*.parquet")) for t in pq.read_table(s, columns=["text"])["text"].to_pylist()]
+shards = [s for c in corpora for s in sorted(Path(c).glob("shard~*.parquet"))]
+texts = [t for s in shards for t in pq.read_table(s, columns=["text"])["text"].to_pylist()]
 mb = sum(len(t.encode()) for t in texts) / 1e6
 t0 = time.process_time()
 for i in range(0, len(texts), 512):

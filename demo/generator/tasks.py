@@ -20,9 +20,8 @@ import re
 import tarfile
 from pathlib import Path
 
-import yaml
-
 import lexicon as lx
+import yaml
 
 SEED = 20240611
 SIZES = {"train": 300, "dev": 80, "test": 100}
@@ -58,7 +57,7 @@ def _ner_sentence(rng: random.Random) -> list[tuple[str, bool]]:
         [(f"Chronic exposure to {c} induced ", False), (d, True), (f" in {s} .", False)],
         [("The risk of ", False), (d, True), (f" was higher among {pop} .", False)],
         [(f"{c.capitalize()} reduced {g} expression in the {organ} .", False)],
-        [(f"Adverse events included ", False), (d, True), (" and ", False), (d2, True),
+        [("Adverse events included ", False), (d, True), (" and ", False), (d2, True),
          (f" after {c} therapy .", False)],
         [("We studied ", False), (d, True), (f" in {n} {pop} .", False)],
         [(f"Serum {c} levels did not differ between groups .", False)],
@@ -205,7 +204,8 @@ def _sts_clinical(rng: random.Random, d: str, c: str, g: str) -> str:
 
 def _sts_basic_science(rng: random.Random) -> str:
     return rng.choice([
-        f"{rng.choice(lx.CELLS).capitalize()} from {rng.choice(lx.SPECIES)} were cultured for {rng.randint(2, 9)} days.",
+        f"{rng.choice(lx.CELLS).capitalize()} from {rng.choice(lx.SPECIES)} were "
+            f"cultured for {rng.randint(2, 9)} days.",
         f"The {rng.choice(lx.ORGANS)} of {rng.choice(lx.SPECIES)} was imaged by electron microscopy.",
         f"Genome sequencing of {rng.choice(lx.SPECIES)} revealed {rng.randint(3, 90)} new loci.",
     ])
@@ -297,7 +297,8 @@ def demo_pubmedqa() -> dict[str, bytes]:
             finding = {
                 "yes": f"{interv.capitalize()} significantly improved {outcome} compared with control (P < 0.01).",
                 "no": f"{interv.capitalize()} had no effect on {outcome}; the groups did not differ.",
-                "maybe": f"{interv.capitalize()} showed a trend towards better {outcome}, but the evidence was inconclusive.",
+                "maybe": f"{interv.capitalize()} showed a trend towards better {outcome}, but the "
+                    "evidence was inconclusive.",
             }[label]
             contexts = [
                 f"We enrolled {rng.randint(40, 900)} {pop} in a randomised trial.",

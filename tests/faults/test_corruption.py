@@ -12,10 +12,10 @@ import sys
 import time
 from pathlib import Path
 
+import pretrain_fixtures as fx
 import pytest
 import torch
 
-import pretrain_fixtures as fx
 from workflow_scripts import integrity
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.finetune import cache

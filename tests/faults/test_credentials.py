@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from workflow_harness import copy_demo, run_demo
 
 USER, SECRET = "alice", "pw-9f3kq-never-leak"

@@ -12,10 +12,10 @@ import sys
 import uuid
 from pathlib import Path
 
+import pretrain_fixtures as fx
 import pytest
 import yaml
 
-import pretrain_fixtures as fx
 from workflow_scripts.corpus.records import row, write_parsed
 from workflow_scripts.errors import PipelineError
 

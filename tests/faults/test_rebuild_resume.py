@@ -16,6 +16,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pretrain_fixtures as fx
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -24,8 +25,6 @@ from safetensors.torch import load_file
 
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.pretrain import pretrain as pretrain_cli
-
-import pretrain_fixtures as fx
 
 torch.set_num_threads(1)
 DECLARED = ("model.safetensors", "config.json", "provenance.json")

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from workflow_harness import ROOT, copy_demo, planned_jobs, run_demo, snakemake
+
 from workflow_scripts.config.study import load_study
 from workflow_scripts.corpus.mimic import Note, iter_notes
 from workflow_scripts.errors import PipelineError

@@ -7,17 +7,17 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal
 
 import pytest
 import yaml
 
-from workflow_scripts.typed import parse
 from workflow_scripts.config import schema as schema_mod
 from workflow_scripts.config.plan import corpus_files, fetch_table, finetune_runs
 from workflow_scripts.config.validate import load_config
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.tasks.registry import load_registry
+from workflow_scripts.typed import parse
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "schemas" / "config.schema.yaml"
@@ -42,7 +42,7 @@ class Outer:
     mode: Literal["a", "b"] = field(default="a", metadata={"help": "mode"})
     sizes: list[int] = field(default_factory=list, metadata={"help": "sizes"})
     inner: Inner = field(default_factory=Inner, metadata={"help": "inner"})
-    maybe: Optional[int] = field(default=None, metadata={"help": "optional"})
+    maybe: int | None = field(default=None, metadata={"help": "optional"})
 
 
 def test_parse_builds_nested_dataclasses():

@@ -9,6 +9,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from corpus_fixtures import parse_settings
 
 from workflow_scripts.corpus.build_corpus import main as build_main
 from workflow_scripts.corpus.dedup import MinHasher
@@ -17,8 +18,6 @@ from workflow_scripts.corpus.records import row, write_parsed
 from workflow_scripts.corpus.updates import resolve_updates
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.tasks.prepare_task import TEST_TEXTS
-
-from corpus_fixtures import parse_settings
 
 FIX = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "corpus"
 

@@ -14,12 +14,11 @@ from pathlib import Path
 import datasets
 import pytest
 import yaml
+from corpus_fixtures import parse_settings
 
 from workflow_scripts.corpus.build_corpus import main as build_main
 from workflow_scripts.corpus.parse_corpus_file import main as parse_main
 from workflow_scripts.download.checksums import expected_for
-
-from corpus_fixtures import parse_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 RAW = ROOT / "demo" / "raw_source"

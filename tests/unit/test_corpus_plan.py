@@ -9,7 +9,11 @@ import pytest
 import yaml
 
 from workflow_scripts.config.plan import (
-    cloud_corpora, corpus_downloads, corpus_files, fetch_table, parse_extra_inputs,
+    cloud_corpora,
+    corpus_downloads,
+    corpus_files,
+    fetch_table,
+    parse_extra_inputs,
 )
 from workflow_scripts.config.validate import load_config
 from workflow_scripts.errors import PipelineError

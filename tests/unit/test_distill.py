@@ -7,22 +7,21 @@ import json
 import math
 from pathlib import Path
 
+import pretrain_fixtures as fx
 import pytest
 import torch
 from safetensors.torch import load_file
 from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-from workflow_scripts.typed import parse
-from workflow_scripts.distill import losses
-from workflow_scripts.report import heldout_table
 from workflow_scripts.distill import distill as distill_cli
+from workflow_scripts.distill import losses
 from workflow_scripts.distill.objective import DistillObjective
 from workflow_scripts.distill.settings import DistillSettings, LossWeights
 from workflow_scripts.distill.student import from_teacher_layers, layer_map, teacher_layers
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.pretrain import pretrain as pretrain_cli
-
-import pretrain_fixtures as fx
+from workflow_scripts.report import heldout_table
+from workflow_scripts.typed import parse
 
 torch.set_num_threads(1)
 

@@ -172,7 +172,7 @@ def write_task(root: Path, task_type: str, sizes=(96, 32, 32), seed: int = 1, fo
     for fold in range(max(folds, 1)):
         where = task_dir / f"fold~{fold}" if folds else task_dir
         where.mkdir(parents=True, exist_ok=True)
-        for split, n in zip(("train", "dev", "test"), sizes):
+        for split, n in zip(("train", "dev", "test"), sizes, strict=True):
             rows = [make(rng, k) for k in range(n)]
             (where / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return task_dir

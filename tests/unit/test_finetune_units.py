@@ -9,12 +9,12 @@ import pytest
 import torch
 import yaml
 
-from workflow_scripts.typed import parse, to_dict
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.finetune import data, settings, tagging
 from workflow_scripts.finetune.decode import decode
 from workflow_scripts.finetune.features import Encoding, entity_spans, insert_markers, windows
 from workflow_scripts.tasks.metrics import compute
+from workflow_scripts.typed import parse, to_dict
 
 TASK = {"name": "toy", "type": "ner", "metric": "entity_f1", "labels": ["O", "B-Disease", "I-Disease"]}
 

@@ -79,7 +79,7 @@ def test_agrees_with_pubmed_parser_on_shared_fields(path, tmp_path):
     ref = list(pubmed_parser.parse_medline_xml(str(path)))
     assert len(ours) == len(ref)
     lossy = 0
-    for o, r in zip(ours, ref):
+    for o, r in zip(ours, ref, strict=True):
         assert o.pmid == r["pmid"]
         assert o.title == norm(r["title"])
         assert ";".join(o.languages) == r["languages"]

@@ -124,7 +124,7 @@ def _sentences(rng, n_docs):
 def _or_per_abstract(ids, rows):
     """Our restatement of the reference step: the union of the sentence labels per abstract."""
     docs = {}
-    for ident, row in zip(ids, rows):
+    for ident, row in zip(ids, rows, strict=True):
         docs.setdefault(ident.split("_")[0], set()).update(row)
     return docs
 
@@ -159,7 +159,7 @@ def test_example_f1_is_bio_lm_example_based_f1_with_sentences_or_ed_per_abstract
         ids, gold, pred = _sentences(rng, rng.randint(3, 40))
         g, p = _or_per_abstract(ids, gold), _or_per_abstract(ids, pred)
         keep = [d for d in g if g[d]]  # the reference divides by the gold count: every abstract has a label
-        rows = [(i, a, b) for i, a, b in zip(ids, gold, pred) if i.split("_")[0] in keep]
+        rows = [(i, a, b) for i, a, b in zip(ids, gold, pred, strict=True) if i.split("_")[0] in keep]
         precisions = [len(g[d] & p[d]) / len(p[d]) if p[d] else 0.0 for d in keep]
         recalls = [len(g[d] & p[d]) / len(g[d]) for d in keep]
         mp, mr = np.mean(precisions), np.mean(recalls)

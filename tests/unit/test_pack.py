@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pretrain_fixtures as fx
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -18,17 +19,14 @@ from transformers import AutoTokenizer
 from workflow_scripts.config import plan
 from workflow_scripts.config.validate import load_config
 from workflow_scripts.corpus.medline import Citation, document_text, iter_medline
-
 from workflow_scripts.errors import PipelineError
+from workflow_scripts.pack import format as packfmt
 from workflow_scripts.pack import pack as pack_cli
 from workflow_scripts.pack.encode import Encoder, _doc_starts, word_flags
 from workflow_scripts.pack.index import build_index, read_index
 from workflow_scripts.pack.local import index_paths, pack_corpora
 from workflow_scripts.pack.pack import pack_shard
-from workflow_scripts.pack import format as packfmt
 from workflow_scripts.pretrain import data as pdata
-
-import pretrain_fixtures as fx
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL = Path(os.environ["REAL_DATA_DIR"]) if os.environ.get("REAL_DATA_DIR") else None
@@ -103,7 +101,7 @@ def test_word_starts_by_word_ids_agree_with_spelling(base, family, continuation_
     assert np.array_equal(enc.flags, by_spelling)
     assert enc.flags.sum() == 6 and len(enc.ids) > 6  # six words, more pieces
     tokens = tok.convert_ids_to_tokens(enc.ids.tolist())
-    starts = [t for t, f in zip(tokens, enc.flags) if f == packfmt.WORD_START]
+    starts = [t for t, f in zip(tokens, enc.flags, strict=True) if f == packfmt.WORD_START]
     if continuation_mark:
         assert not any(t.startswith(continuation_mark) for t in starts)
     elif family == "bpe":

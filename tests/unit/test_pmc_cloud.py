@@ -13,16 +13,20 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from corpus_fixtures import parse_settings
 
 from workflow_scripts.corpus.build_corpus import main as build_main
 from workflow_scripts.corpus.parse_corpus_file import main as parse_main
-from workflow_scripts.download.fetch import Options
 from workflow_scripts.download.download_pmc_batch import (
-    batch_of, decide, fetch_batch, latest_versions, main, read_inventory,
+    batch_of,
+    decide,
+    fetch_batch,
+    latest_versions,
+    main,
+    read_inventory,
 )
+from workflow_scripts.download.fetch import Options
 from workflow_scripts.errors import PipelineError
-
-from corpus_fixtures import parse_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = (ROOT / "tests" / "fixtures" / "corpus" / "jats_article.nxml").read_text()

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pubmed_parser
 import pytest
+from corpus_fixtures import parse_settings
 
 from workflow_scripts.corpus.build_corpus import main as build_main
 from workflow_scripts.corpus.parse_corpus_file import main as parse_main
@@ -17,8 +18,6 @@ from workflow_scripts.corpus.pmc import Article, BadMember, classify_licence, dr
 from workflow_scripts.corpus.pmc_filelist import ListedArticle, read_filelist
 from workflow_scripts.corpus.settings import PmcOptions
 from workflow_scripts.errors import PipelineError
-
-from corpus_fixtures import parse_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTICLE = ROOT / "tests" / "fixtures" / "corpus" / "jats_article.nxml"

@@ -14,21 +14,20 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pretrain_fixtures as fx
 import pytest
 import torch
 from safetensors.torch import load_file
 from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-from workflow_scripts.typed import parse
 from workflow_scripts.errors import PipelineError
-from workflow_scripts.pack.encode import Encoder
 from workflow_scripts.pack import format as packfmt
+from workflow_scripts.pack.encode import Encoder
 from workflow_scripts.pretrain import data as pdata
 from workflow_scripts.pretrain import pretrain as pretrain_cli
 from workflow_scripts.pretrain.masking import apply_mask, draw, step_generator
 from workflow_scripts.pretrain.settings import PretrainSettings
-
-import pretrain_fixtures as fx
+from workflow_scripts.typed import parse
 
 torch.set_num_threads(1)
 

@@ -7,17 +7,16 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pretrain_fixtures as fx
 import pytest
 import torch
 from safetensors.torch import load_file
 from transformers import AutoModel, AutoModelForMaskedLM, AutoModelForPreTraining, AutoModelForTokenClassification
 
-from workflow_scripts.typed import parse
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.pretrain.electra import generator_shape, sample_tokens
 from workflow_scripts.pretrain.settings import PretrainSettings
-
-import pretrain_fixtures as fx
+from workflow_scripts.typed import parse
 
 torch.set_num_threads(1)
 
@@ -129,7 +128,9 @@ def test_stopped_run_resumes_to_the_same_weights(base, tmp_path):
         a, b = load_file(full / sub / "model.safetensors"), load_file(part / sub / "model.safetensors")
         assert all(torch.equal(a[k], b[k]) for k in a), sub
     # log windows after the resumption see the same steps, so the same losses
-    after = lambda out: [(r["step"], r["loss"], r["rtd_accuracy"]) for r in _log(out) if r["step"] > 10]
+    def after(out):
+        return [(r["step"], r["loss"], r["rtd_accuracy"]) for r in _log(out) if r["step"] > 10]
+
     assert after(part) == after(full)
 
 

@@ -17,11 +17,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from workflow_scripts.typed import parse
 from workflow_scripts.tasks.prepare_task import prepare
 from workflow_scripts.tasks.readers import get_reader
 from workflow_scripts.tasks.registry import deep_merge, load_registry
 from workflow_scripts.tasks.spec import TaskSpec
+from workflow_scripts.typed import parse
 
 REAL = Path(os.environ.get("REAL_DATA_DIR") or "/nonexistent") / "tasks"
 HAVE = bool(os.environ.get("REAL_DATA_DIR")) and (REAL / "MANIFEST.json").is_file()

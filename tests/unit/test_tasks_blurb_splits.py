@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from workflow_scripts.typed import parse
 from workflow_scripts.download.fetch import Options, fetch
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.tasks import subsets
@@ -21,6 +20,7 @@ from workflow_scripts.tasks.readers import get_reader
 from workflow_scripts.tasks.readers.corpora import split_sentences
 from workflow_scripts.tasks.registry import deep_merge, load_registry
 from workflow_scripts.tasks.spec import TaskSpec
+from workflow_scripts.typed import parse
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tasks"
 FAST = Options(retries=1, backoff=0.01, timeout=5)

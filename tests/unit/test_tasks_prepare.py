@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from workflow_scripts.typed import parse
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.tasks.prepare_task import main, prepare
 from workflow_scripts.tasks.registry import resolve
 from workflow_scripts.tasks.spec import PrepareTaskSettings, TaskSpec
+from workflow_scripts.typed import parse
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "demo"

@@ -214,7 +214,7 @@ def test_i2b2_2012_events_by_type():
     assert [r["id"] for r in records] == ["101:1", "101:2", "101:3"]
     assert records[0]["tags"] == ["B-OCCURRENCE", "O", "O"]
     assert records[1]["tags"] == ["O"]  # a TIMEX3 is not an EVENT
-    assert list(zip(records[2]["tokens"], records[2]["tags"]))[4:8] == [
+    assert list(zip(records[2]["tokens"], records[2]["tags"], strict=True))[4:8] == [
         ("aspirin", "B-TREATMENT"), ("for", "O"), ("chest", "B-PROBLEM"), ("pain", "I-PROBLEM")]
 
 
@@ -222,7 +222,7 @@ def test_i2b2_2014_phi_by_type():
     labels = ["O"] + [f"{p}-{t}" for t in ("DATE", "DOCTOR", "PATIENT", "HOSPITAL") for p in "BI"]
     records = read("i2b2_xml", "i2b2_2014", spec(labels=labels), "*:TYPE")
     assert records[0]["tags"] == ["O", "O", "B-DATE"]
-    assert list(zip(records[1]["tokens"], records[1]["tags"])) == [
+    assert list(zip(records[1]["tokens"], records[1]["tags"], strict=True)) == [
         ("Dr.", "O"), ("John", "B-DOCTOR"), ("Smith", "I-DOCTOR"), ("saw", "O"), ("Mr.", "O"),
         ("Brown", "B-PATIENT"), ("at", "O"), ("Mercy", "B-HOSPITAL"), ("Hospital.", "I-HOSPITAL")]
 

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from workflow_scripts.typed import parse
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.finetune.settings import FinetuneSettings
 from workflow_scripts.tasks.metrics import metric_for, metric_names
 from workflow_scripts.tasks.registry import load_registry, resolve
+from workflow_scripts.typed import parse
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = Path("/work/shared/reference")

@@ -95,7 +95,8 @@ def biomedical_docs(n: int) -> list[str]:
                 f"Patients with {rng.choice(lx.DISEASES)} received {rng.choice(lx.CHEMICALS)}.",
                 f"Treatment with {rng.choice(lx.CHEMICALS)} {rng.choice(lx.VERBS_DECREASE)} {rng.choice(lx.GENES)} "
                 f"expression in {rng.choice(lx.CELLS)} of patients with {rng.choice(lx.DISEASES)}.",
-                f"We enrolled {rng.randint(10, 999)} {rng.choice(lx.POPULATIONS)} in the {rng.choice(lx.ORGANS)} study.",
+                f"We enrolled {rng.randint(10, 999)} {rng.choice(lx.POPULATIONS)} in the "
+                    f"{rng.choice(lx.ORGANS)} study.",
             ])
             for _ in range(6)
         )

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from workflow_harness import copy_demo, run_demo
 
 FIRST = "results/raw/pubmed/pubmed26n0001.xml.gz"

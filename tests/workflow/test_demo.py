@@ -8,8 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-
-from workflow_harness import ROOT, copy_demo, planned_after, run_demo
+from workflow_harness import copy_demo, planned_after, run_demo
 
 pytestmark = pytest.mark.slow
 

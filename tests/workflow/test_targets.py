@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from workflow_harness import ROOT, copy_demo, planned_jobs, run_demo, snakemake
 
 from workflow_scripts.config import plan

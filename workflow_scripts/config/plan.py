@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from .. import paths
 from .restricted import restricted as restricted_marks

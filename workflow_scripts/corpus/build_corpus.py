@@ -16,8 +16,8 @@ import argparse
 import json
 import logging
 import tempfile
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -26,10 +26,10 @@ import pyarrow.parquet as pq
 from .. import provenance
 from ..atomic import atomic_dir, write_json
 from ..cli import run
-from ..typed import to_dict
 from ..diskspace import no_space_is_an_error, reserve
 from ..errors import PipelineError
 from ..progress import track
+from ..typed import to_dict
 from .decontam import NgramIndex
 from .dedup import ExactDedup, MinHasher, find_near_duplicates, minhash_params
 from .records import iter_parsed, iter_with_signatures, read_info
@@ -112,7 +112,7 @@ def _size(text: str) -> dict:
 
 
 def _winners(files: Sequence[Path], winners: Sequence[np.ndarray]) -> Iterator[dict]:
-    for path, keep in zip(files, winners):
+    for path, keep in zip(files, winners, strict=True):
         for ri, row in enumerate(iter_parsed(path)):
             if keep[ri]:
                 yield row
@@ -122,7 +122,7 @@ def _winners_with_signatures(files: Sequence[Path], winners: Sequence[np.ndarray
                              params: dict) -> Iterator[tuple[dict, np.ndarray | None]]:
     """Surviving rows with their stored signature, None where it was made with other
     MinHash parameters (or none at all) and must be computed again."""
-    for path, keep in zip(files, winners):
+    for path, keep in zip(files, winners, strict=True):
         usable = read_info(path).get("minhash") == params
         for ri, (row, sig) in enumerate(iter_with_signatures(path)):
             if keep[ri]:
@@ -152,8 +152,8 @@ def build(inputs: Sequence[str | Path], out: str | Path, settings: CorpusSetting
 
     Pass 1 applies the streaming filters and copies the MinHash signatures of the
     survivors (made by the parse jobs) into a scratch file beside ``out``; near
-    duplicates are then found in one batch step; pass 2 re-reads the survivors, drops near duplicates and contaminated documents, and
-    writes the shards.
+    duplicates are then found in one batch step; pass 2 re-reads the survivors, drops near duplicates
+    and contaminated documents, and writes the shards.
     """
     files = [Path(p) for p in inputs]
     for p in files:
@@ -233,7 +233,7 @@ def build(inputs: Sequence[str | Path], out: str | Path, settings: CorpusSetting
                     if len(buffers[shard]) >= 2000:
                         writers[shard].write_table(pa.Table.from_pylist(buffers[shard], OUT_SCHEMA))
                         buffers[shard] = []
-                for w, buf in zip(writers, buffers):
+                for w, buf in zip(writers, buffers, strict=True):
                     if buf:
                         w.write_table(pa.Table.from_pylist(buf, OUT_SCHEMA))
             finally:

@@ -14,15 +14,15 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+from collections.abc import Iterator, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Iterator, Sequence
 
 from .. import provenance
 from ..cli import run
-from ..typed import to_dict
 from ..errors import PipelineError
 from ..progress import progress
+from ..typed import to_dict
 from . import medline, mimic, pmc
 from .dedup import MinHasher, minhash_params
 from .pmc_filelist import read_filelist

@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 import tarfile
 import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 from lxml import etree
 

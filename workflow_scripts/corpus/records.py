@@ -9,8 +9,9 @@ and the MinHash parameters travel in the file's metadata under ``corpus_parse``.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import numpy as np
 import pyarrow as pa

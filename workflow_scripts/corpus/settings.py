@@ -10,9 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-
-from ..typed import load_settings, view
 from ..errors import PipelineError
+from ..typed import load_settings, view
 
 
 @dataclass

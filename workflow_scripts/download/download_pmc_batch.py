@@ -39,9 +39,9 @@ import os
 import re
 import shutil
 import zlib
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
 from urllib.parse import urlsplit
 
 from .. import provenance

@@ -29,9 +29,9 @@ import time
 import urllib.error
 import urllib.request
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from .. import provenance

@@ -25,7 +25,7 @@ def tree_digest(files: list[dict]) -> str:
     """sha256 over the sorted (path, sha256) pairs: equal for equal trees, wherever they lie."""
     h = hashlib.sha256()
     for f in sorted(files, key=lambda f: f["path"]):
-        h.update(f"{f['path']}\0{f['sha256']}\n".encode("utf-8"))
+        h.update(f"{f['path']}\0{f['sha256']}\n".encode())
     return h.hexdigest()
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import logging
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from .. import provenance
 from ..atomic import write_text

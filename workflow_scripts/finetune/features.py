@@ -79,7 +79,7 @@ def _word_pieces(tokenizer, rows) -> dict[str, list[int]]:
     prefix = _word_prefix(tokenizer)
     ids = tokenizer([prefix + w for w in words], add_special_tokens=False)["input_ids"] if words else []
     unk = tokenizer.unk_token_id if tokenizer.unk_token_id is not None else 0
-    return {w: (p or [unk]) for w, p in zip(words, ids)}
+    return {w: (p or [unk]) for w, p in zip(words, ids, strict=True)}
 
 
 def windows(lengths: list[int], budget: int, context: int) -> list[tuple[int, int, int, int]]:

@@ -17,22 +17,23 @@ import dataclasses
 import json
 import logging
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 
 from .. import optim, provenance
 from ..atomic import write_json, write_jsonl, write_yaml
 from ..cli import run
-from ..typed import to_dict
 from ..errors import PipelineError
 from ..tasks.metrics import compute, compute_all, metric_names
+from ..typed import to_dict
 from . import cache, data, heads, tagging
 from .decode import decode
 from .features import MARKERS, Encoding, encode, needs_markers
-from .settings import FinetuneRunSettings, FinetuneSettings, GridSettings, load
 from .loop import Fit, Schedule, fit, predict, selection_value
+from .settings import FinetuneRunSettings, FinetuneSettings, GridSettings, load
 
 log = logging.getLogger(__name__)
 
@@ -223,7 +224,7 @@ def finetune(settings: FinetuneRunSettings, model_path: str, task_dir: Path, fol
     # provenance.json marks a finished run: an old one must not vouch for half-replaced files
     (out / provenance.FILENAME).unlink(missing_ok=True)
     predictions = [{"id": r["id"], "gold": g, "pred": p}
-                   for r, g, p in zip(splits["test"], test_gold, test_preds)]
+                   for r, g, p in zip(splits["test"], test_gold, test_preds, strict=True)]
     write_jsonl(out / "predictions.jsonl", predictions)
     resolved = to_dict(dataclasses.replace(settings, finetune=cfg))
     write_yaml(out / "config.yaml", resolved)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Optional, Union
+from typing import Literal
 
-from ..typed import load_settings
 from ..errors import PipelineError
+from ..typed import load_settings
 
 
 @dataclass
@@ -32,7 +32,7 @@ class FinetuneSettings:
     batch_size: int = field(default=32, metadata={"help": "training examples (or windows) per step"})
     eval_batch_size: int = field(default=64, metadata={"help": "examples per batch when scoring"})
     epochs: int = field(default=3, metadata={"help": "passes over the training data"})
-    max_steps: Optional[int] = field(
+    max_steps: int | None = field(
         default=None, metadata={"help": "cap on optimiser steps (null = epochs decide)"}
     )
     eval_every: int = field(
@@ -55,7 +55,7 @@ class FinetuneSettings:
     grad_clip: float = field(
         default=1.0, metadata={"help": "clip the gradient norm to this value; 0 = no clipping"}
     )
-    max_length: Optional[int] = field(
+    max_length: int | None = field(
         default=None, metadata={"help": "maximum sequence length in tokens (null = the task's)"}
     )
     tagging: Literal["bio", "io", "bioul"] = field(
@@ -141,11 +141,11 @@ class FinetuneTask:
     type: Literal["ner", "pico", "relation", "similarity", "doc_classification", "qa", "nli"] = field(
         metadata={"help": "task type; decides the model head and the decoding"}
     )
-    metric: Union[str, dict[str, str]] = field(
+    metric: str | dict[str, str] = field(
         metadata={"help": "metric name, or one per benchmark; dev selection maximises the first"}
     )
     labels: list[str] = field(default_factory=list, metadata={"help": "label set (empty: taken from the data)"})
-    negative_label: Optional[str] = field(default=None, metadata={"help": "the 'no relation' class of micro-F1"})
+    negative_label: str | None = field(default=None, metadata={"help": "the 'no relation' class of micro-F1"})
     folds: int = field(default=0, metadata={"help": "0 = fixed train/dev/test; k = k cross-validation folds"})
     restricted: bool = field(default=False, metadata={"help": "credentialed data (i2b2, MedNLI)"})
 

@@ -15,8 +15,8 @@ import argparse
 import json
 import logging
 import os
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 
 import numpy as np
 import pyarrow.parquet as pq

@@ -18,9 +18,10 @@ import random
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import torch
@@ -181,7 +182,8 @@ def load_latest(state_dir: Path, digest: str, rank: int) -> Resumed | None:
     directory = state_dir / name
     m = _STEP_DIR.match(name)
     if not m or not (directory / "state.pt").is_file():
-        raise PipelineError(f"{marker}: names {name!r}, which is not a complete checkpoint directory; name an existing step~N directory there, or {hint}")
+        raise PipelineError(f"{marker}: names {name!r}, which is not a complete checkpoint directory; name "
+            f"an existing step~N directory there, or {hint}")
     try:
         return _load(directory, digest, rank, hint)
     except _Damaged as damaged:

@@ -10,8 +10,9 @@ with batch b match 1 process with batch 2b only in distribution.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -20,7 +21,7 @@ from transformers import ElectraConfig, ElectraForMaskedLM, ElectraForPreTrainin
 
 from ..errors import PipelineError
 from ..tokenizer import Specials, load_tokenizer
-from .loop import EVAL_SEED, NO_HELDOUT, Job, has_heldout, heldout_sums, heldout_summary
+from .loop import EVAL_SEED, NO_HELDOUT, Job, has_heldout, heldout_summary, heldout_sums
 from .model import check_vocab, masked_hidden, train_flops_per_token
 from .settings import ElectraSettings, PretrainSettings
 

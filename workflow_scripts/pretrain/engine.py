@@ -8,19 +8,20 @@ import json
 import logging
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
 from .. import provenance
 from ..atomic import write_json
-from ..typed import to_dict
 from ..errors import PipelineError
 from ..pack.index import read_index
 from ..pack.keys import tokenizer_digest
 from ..pack.local import index_paths, pack_corpora
+from ..typed import to_dict
 from . import checkpoint as ckpt
 from .data import PackedCorpus
 from .dist import Dist
@@ -105,7 +106,7 @@ def load_phases(settings: PretrainSettings, indexes: list[Path], tokenizer
             )
         dirs = [d for _, ds in chosen for d in ds]
         for ix, ds in chosen:
-            for shard, d in zip(ix["shards"], ds):
+            for shard, d in zip(ix["shards"], ds, strict=True):
                 keys[f"seq~{phase.seq_len}/{ix['corpus']}/{d.name}"] = shard["key"]
         train = PackedCorpus(dirs, "train")
         if len(train) == 0:

@@ -25,9 +25,10 @@ import math
 import resource
 import signal
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 import torch
@@ -69,7 +70,7 @@ class Job:
     digest: str
     flops_per_token: Callable[[int], float]
     dist: Dist = field(default_factory=Dist)
-    evaluator: Callable[["Job"], dict[str, Any]] | None = None  # held-out evaluation; default: MLM loss of ``model``
+    evaluator: Callable[[Job], dict[str, Any]] | None = None  # held-out evaluation; default: MLM loss of ``model``
     companions: dict[str, nn.Module] = field(default_factory=dict)  # further models exported into <out>/<key>/
 
 

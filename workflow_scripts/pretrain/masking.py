@@ -22,7 +22,7 @@ class MaskDraws:
     action: torch.Tensor  # uniform [B, L]: mask / random / keep
     random_ids: torch.Tensor  # random token ids [B, L]
 
-    def rows(self, start: int, stop: int) -> "MaskDraws":
+    def rows(self, start: int, stop: int) -> MaskDraws:
         return MaskDraws(self.select[start:stop], self.action[start:stop], self.random_ids[start:stop])
 
 

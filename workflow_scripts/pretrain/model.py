@@ -8,7 +8,14 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import AutoModelForMaskedLM, AutoTokenizer, BertConfig, BertForMaskedLM, RobertaConfig, RobertaForMaskedLM
+from transformers import (
+    AutoModelForMaskedLM,
+    AutoTokenizer,
+    BertConfig,
+    BertForMaskedLM,
+    RobertaConfig,
+    RobertaForMaskedLM,
+)
 
 from ..errors import PipelineError
 from ..tokenizer import Specials, looks_local

@@ -1,4 +1,5 @@
-"""Pretraining (masked-language model or ELECTRA), from scratch with a learned vocabulary or continual from a checkpoint.
+"""Pretraining (masked-language model or ELECTRA), from scratch with a learned vocabulary or continual from a
+checkpoint.
 
     python -m workflow_scripts.pretrain.pretrain --settings S.yaml \\
         --packed results/packed/T/A/seq~128/heldout~0.01/index.json [...] \\
@@ -17,22 +18,22 @@ from __future__ import annotations
 
 import argparse
 import logging
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import torch
 from transformers.utils import logging as hf_logging
 
 from .. import provenance
 from ..cli import run
-from ..typed import load_settings, to_dict
 from ..errors import PipelineError
 from ..tokenizer import load_tokenizer
+from ..typed import load_settings, to_dict
 from . import dist as distributed
 from . import electra
+from .engine import Data, add_data_arguments, data_inputs, execute, flops_fn, open_data, resume_digest, training_key
 from .loop import Job
 from .model import MLMObjective, build_model, check_vocab, load_pretrained
-from .engine import Data, add_data_arguments, data_inputs, execute, flops_fn, open_data, resume_digest, training_key
 from .settings import PretrainModelSettings, PretrainSettings
 
 log = logging.getLogger(__name__)
@@ -78,7 +79,8 @@ def mlm_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: dist
     if args.init:
         model, tokenizer = load_pretrained(args.init, "--init", s.attention)
         if model.config.model_type == "electra":
-            raise PipelineError(f"{args.init}: an ELECTRA checkpoint; continue it with model.pretrain.objective: electra and architecture: electra")
+            raise PipelineError(f"{args.init}: an ELECTRA checkpoint; continue it with "
+                "model.pretrain.objective: electra and architecture: electra")
         check_positions(model, max_len, args)
     else:
         tokenizer = load_tokenizer(args.tokenizer, "--tokenizer")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Literal, Optional
+from typing import Literal
 
 from ..errors import PipelineError
 
@@ -35,7 +35,8 @@ class Phase:
 class ElectraSettings:
     generator_size: float = field(
         default=1 / 3,
-        metadata={"help": "Generator hidden width as a fraction of the discriminator's (ELECTRA: 1/4 to 1/3), rounded to whole attention heads."},
+        metadata={"help": "Generator hidden width as a fraction of the discriminator's (ELECTRA: 1/4 to "
+            "1/3), rounded to whole attention heads."},
     )
     discriminator_weight: float = field(default=50.0, metadata={"help": "Weight of the replaced-token-detection loss against the generator's MLM loss."})
     share_embeddings: bool = field(
@@ -43,7 +44,8 @@ class ElectraSettings:
     )
     sampling: Literal["gumbel", "multinomial"] = field(
         default="gumbel",
-        metadata={"help": "How replacements are drawn from the generator's softmax (no gradient flows through the draw): Gumbel-max or inverse-CDF multinomial."},
+        metadata={"help": "How replacements are drawn from the generator's softmax (no gradient flows "
+            "through the draw): Gumbel-max or inverse-CDF multinomial."},
     )
 
     def validate(self, where: str) -> None:
@@ -57,7 +59,8 @@ class ElectraSettings:
 class PretrainSettings:
     architecture: Literal["bert", "roberta", "electra"] = field(
         default="roberta",
-        metadata={"help": "Model family built from scratch (ignored with --init, which keeps its own); electra requires objective electra."},
+        metadata={"help": "Model family built from scratch (ignored with --init, which keeps its own); "
+            "electra requires objective electra."},
     )
     objective: Literal["mlm", "electra"] = field(
         default="mlm", metadata={"help": "mlm: masked-language modelling; electra: generator + replaced-token-detection discriminator."}
@@ -68,19 +71,20 @@ class PretrainSettings:
     size: Literal["tiny", "small", "base", "large"] = field(
         default="base", metadata={"help": "Preset shape: tiny (64x2), small (512x4), base (768x12), large (1024x24)."}
     )
-    hidden_size: Optional[int] = field(default=None, metadata={"help": "Hidden width; overrides the size preset."})
-    num_layers: Optional[int] = field(default=None, metadata={"help": "Transformer layers; overrides the size preset."})
-    num_heads: Optional[int] = field(default=None, metadata={"help": "Attention heads; overrides the size preset."})
-    intermediate_size: Optional[int] = field(
+    hidden_size: int | None = field(default=None, metadata={"help": "Hidden width; overrides the size preset."})
+    num_layers: int | None = field(default=None, metadata={"help": "Transformer layers; overrides the size preset."})
+    num_heads: int | None = field(default=None, metadata={"help": "Attention heads; overrides the size preset."})
+    intermediate_size: int | None = field(
         default=None, metadata={"help": "Feed-forward width; overrides the size preset (default 4 x hidden)."}
     )
     dropout: float = field(default=0.1, metadata={"help": "Hidden-state dropout probability."})
     attention_dropout: float = field(default=0.1, metadata={"help": "Attention-probability dropout."})
     max_steps: int = field(default=1000, metadata={"help": "Optimiser steps in total, over all phases."})
     batch_size: int = field(default=32, metadata={"help": "Global batch in sequences per optimiser step (all processes, all accumulation steps)."})
-    micro_batch_size: Optional[int] = field(
+    micro_batch_size: int | None = field(
         default=None,
-        metadata={"help": "Sequences per forward pass per process; gradient accumulation makes up the global batch. Default: the whole per-process share."},
+        metadata={"help": "Sequences per forward pass per process; gradient accumulation makes up the "
+            "global batch. Default: the whole per-process share."},
     )
     phases: list[Phase] = field(
         default_factory=lambda: [Phase(128, 1.0)],
@@ -90,7 +94,7 @@ class PretrainSettings:
     mask_replace_prob: float = field(default=0.8, metadata={"help": "Of the selected tokens, fraction replaced by the mask token."})
     random_replace_prob: float = field(default=0.1, metadata={"help": "Of the selected tokens, fraction replaced by a random token (the rest stay unchanged)."})
     whole_word_mask: bool = field(default=False, metadata={"help": "Select whole words (all their sub-word tokens) rather than single tokens."})
-    lr: Optional[float] = field(default=None, metadata={"help": "Peak learning rate (default by size: 2e-3 tiny, 1e-3 small, 6e-4 base, 4e-4 large)."})
+    lr: float | None = field(default=None, metadata={"help": "Peak learning rate (default by size: 2e-3 tiny, 1e-3 small, 6e-4 base, 4e-4 large)."})
     warmup_ratio: float = field(default=0.06, metadata={"help": "Fraction of max_steps of linear warm-up before linear decay to zero."})
     weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay (not applied to biases and LayerNorm)."})
     betas: tuple[float, ...] = field(default=(0.9, 0.98), metadata={"help": "AdamW beta1 and beta2."})
@@ -104,14 +108,15 @@ class PretrainSettings:
     checkpoint_every: int = field(default=500, metadata={"help": "Save a resumable checkpoint every N steps (and always on SIGTERM)."})
     keep_checkpoints: int = field(default=2, metadata={"help": "Resumable checkpoints kept in training_state/ (older ones are deleted)."})
     export_checkpoints: bool = field(
-        default=True, metadata={"help": "Also save each checkpoint as a transformers model (training_state/step~N/model) usable for fine-tuning."}
+        default=True, metadata={"help": "Also save each checkpoint as a transformers model "
+            "(training_state/step~N/model) usable for fine-tuning."}
     )
     log_every: int = field(default=10, metadata={"help": "Write a train_log.jsonl line every N steps."})
     seed: int = field(default=42, metadata={"help": "Seed for initialisation, data order, masking and dropout."})
     num_threads: int = field(default=0, metadata={"help": "torch CPU threads (0: leave torch's default)."})
     heldout_fraction: float = field(default=0.01, metadata={"help": "Fraction of documents held out for the evaluation loss."})
     heldout_max_blocks: int = field(default=256, metadata={"help": "At most this many held-out blocks are evaluated."})
-    peak_tflops: Optional[float] = field(
+    peak_tflops: float | None = field(
         default=None, metadata={"help": "Device peak TFLOP/s for MFU (default: looked up from the GPU name; none on CPU)."}
     )
 
@@ -173,7 +178,8 @@ class PretrainSettings:
                 "use objective electra with architecture electra, and objective mlm with bert or roberta"
             )
         if min(self.phase_steps()) <= 0:
-            raise PipelineError(f"{where}.phases: a phase gets no steps with max_steps={self.max_steps}; raise max_steps or its fraction")
+            raise PipelineError(f"{where}.phases: a phase gets no steps with max_steps={self.max_steps}; raise "
+                "max_steps or its fraction")
 
 
 @dataclass

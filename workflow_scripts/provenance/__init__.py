@@ -17,8 +17,9 @@ import platform
 import re
 import subprocess
 import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from ..atomic import write_json
 from ..integrity import sha256_file
@@ -42,7 +43,7 @@ _SECRET = re.compile(r"(?i)(://)([^/@\s:]+):([^/@\s]+)@|((?:password|passwd|toke
 
 
 def now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
 def scrub(text: str) -> str:

@@ -20,9 +20,10 @@ import argparse
 import csv
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any
 
 from ..errors import PipelineError
 from . import FILENAME, load, sha256_file
@@ -59,7 +60,7 @@ class FileCheck:
     role: str
     recorded: str
     status: str
-    actual: Optional[str] = None
+    actual: str | None = None
     recorded_by: str = ""
 
 
@@ -239,7 +240,8 @@ def find_cell(table: Path, model: str, task: str) -> dict:
     models = sorted({r["model"] for r in rows})
     names = sorted({r[key] for r in rows})
     raise PipelineError(
-        f"{table}: no cell for model {model!r} and {key} {task!r} (models: {', '.join(models)}; {key}s: {', '.join(names)})"
+        f"{table}: no cell for model {model!r} and {key} {task!r} (models: "
+            f"{', '.join(models)}; {key}s: {', '.join(names)})"
     )
 
 
@@ -282,7 +284,7 @@ def audit(target: str | Path, model: str, task: str, root: str | Path | None = N
     return Audit(str(base), cell, runs, list(tracer.records.values()), list(tracer.files.values()))
 
 
-def _short(sha: Optional[str]) -> str:
+def _short(sha: str | None) -> str:
     return sha[:12] if sha else "-"
 
 

@@ -15,9 +15,9 @@ import argparse
 import csv
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
 
 from .. import provenance
 from ..atomic import write_text
@@ -36,15 +36,15 @@ HEADER = ["row", "corpus", "type", "documents", "words", "bytes", "gigabytes", "
 class Published:
     type: str
     corpus: str
-    documents: Optional[int]
+    documents: int | None
     unit: str
-    words: Optional[int]
-    gigabytes: Optional[float]
+    words: int | None
+    gigabytes: float | None
     note: str
     citation: str
 
 
-def _number(text: str, where: str, cast: type) -> Optional[float]:
+def _number(text: str, where: str, cast: type) -> float | None:
     if not text.strip():
         return None
     try:
@@ -87,7 +87,7 @@ def read_stats(corpus_dir: str | Path) -> tuple[dict, bool]:
     return stats, restricted
 
 
-def human(value: Optional[float]) -> str:
+def human(value: float | None) -> str:
     """4.2B, 22.0M, 93.4k, 608."""
     if value is None:
         return NO_VALUE

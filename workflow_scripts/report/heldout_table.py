@@ -17,9 +17,10 @@ import argparse
 import csv
 import io
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any
 
 from .. import provenance
 from ..atomic import write_text
@@ -37,15 +38,15 @@ HEADER = ["model", "role", "teacher", "layers", "parameters", "steps", "heldout_
 class Row:
     model: str
     role: str  # pretrained, distilled or control
-    teacher: Optional[str]
+    teacher: str | None
     layers: int
     parameters: int
     steps: int
-    loss: Optional[float]
-    perplexity: Optional[float]
+    loss: float | None
+    perplexity: float | None
     masked_tokens: int
-    recipe_key: Optional[tuple] = None  # what a student and its control must share
-    control: Optional["Row"] = None
+    recipe_key: tuple | None = None  # what a student and its control must share
+    control: Row | None = None
     restricted: bool = False  # derived from credentialed data, as its provenance says
 
 
@@ -57,7 +58,8 @@ def read_model(directory: str | Path) -> Row:
     record = provenance.load(path)
     step, result = record.get("step"), record.get("result")
     if step not in ("pretrain", "distill") or not isinstance(result, dict) or "heldout_loss" not in result:
-        raise PipelineError(f"{path}: not the record of a pretraining or distillation run with a held-out evaluation; pass model directories only")
+        raise PipelineError(f"{path}: not the record of a pretraining or distillation run with a held-out "
+            "evaluation; pass model directories only")
     model = record.get("model") or {}
     config = model.get("config") or {}
     params = record.get("params") or {}
@@ -116,7 +118,7 @@ def to_markdown(rows: list[Row]) -> str:
             "Masked tokens", "Control", "Control loss", "Gain over control"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join([marked(cells[0], r.restricted), *cells[1:-1]]) + " |"
-              for r, cells in zip(rows, table_rows(rows))]
+              for r, cells in zip(rows, table_rows(rows), strict=True)]
     counts = {r.masked_tokens for r in rows if r.loss is not None}
     notes = ["", "Loss per masked token on held-out text, masks fixed across models; lower is better. "
              "Gain over control: the control's loss minus the student's (positive: distillation helped)."]

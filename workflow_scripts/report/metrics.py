@@ -11,7 +11,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any
 
 from ..errors import PipelineError
 from .settings import ReportSettings, RunEntry
@@ -27,7 +27,7 @@ class RunResult:
     seed: int
     path: str
     scores: dict[str, float]
-    dev: Optional[float]
+    dev: float | None
     precision: dict[str, float]
     recall: dict[str, float]
     restricted: bool
@@ -38,7 +38,7 @@ class RunResult:
         return next(iter(self.scores.values()))
 
 
-def _number(data: dict, key: str, path: str, optional: bool = False) -> Optional[float]:
+def _number(data: dict, key: str, path: str, optional: bool = False) -> float | None:
     if key not in data:
         if optional:
             return None
@@ -54,7 +54,7 @@ def _number(data: dict, key: str, path: str, optional: bool = False) -> Optional
     return float(value)
 
 
-def _dev_score(dev: Optional[dict]) -> Optional[float]:
+def _dev_score(dev: dict | None) -> float | None:
     # The dev score is informative only (runs on a selection fold's fixed steps have none).
     value = (dev or {}).get("score")
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -69,7 +69,7 @@ def _section(data: dict, key: str, path: str) -> dict:
     return section
 
 
-def parse_metrics(data: Any, run: RunEntry, metric: Union[str, dict[str, str]], names: list[str],
+def parse_metrics(data: Any, run: RunEntry, metric: str | dict[str, str], names: list[str],
                   path: str) -> RunResult:
     """Check one metrics.json document against the run it should describe; ``names`` are the
     metrics the tables read from its test section."""

@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 import logging
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import matplotlib
 
@@ -25,9 +25,9 @@ import numpy as np  # noqa: E402
 from .. import provenance  # noqa: E402
 from ..atomic import atomic_file  # noqa: E402
 from ..cli import run  # noqa: E402
-from ..typed import to_dict  # noqa: E402
 from ..errors import PipelineError  # noqa: E402
 from ..tasks.metrics import LABELS  # noqa: E402
+from ..typed import to_dict  # noqa: E402
 from .aggregate import primary_view  # noqa: E402
 from .metrics import RunResult, load_runs  # noqa: E402
 from .render import LEGEND, RESTRICTED, marked  # noqa: E402
@@ -85,7 +85,7 @@ def plot_scores(settings: ReportSettings, results: list[RunResult], path: Path) 
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), squeeze=False)
     rng = np.random.default_rng(0)
     shown: list[str] = []
-    for ax, task in zip(axes.flat, tasks):
+    for ax, task in zip(axes.flat, tasks, strict=False):
         t = settings.tasks[task]
         view = primary_view(t)
         metric, stat = t.metric_of(view), settings.aggregation.statistic_of(view)
@@ -174,7 +174,7 @@ def _draw(ax, settings: ReportSettings, logs: dict[str, dict], key: str) -> bool
     drew = False
     for model, series in logs.items():
         if series.get(key):
-            steps, values = zip(*sorted(series[key]))
+            steps, values = zip(*sorted(series[key]), strict=True)
             name = settings.models[model].display if model in settings.models else model
             ax.plot(steps, values, label=marked(name, model in settings.restricted_models))
             drew = True
@@ -202,7 +202,7 @@ def plot_pretrain_speed(settings: ReportSettings, logs: dict[str, dict], path: P
     if not any(series.get(key) for series in logs.values() for key, _, _ in SPEED_PANELS):
         return _placeholder(path, title, "No pretraining log with learning rate, speed or memory lines found.")
     fig, axes = plt.subplots(2, 2, figsize=(9, 6))
-    for ax, (key, label, absent) in zip(axes.flat, SPEED_PANELS):
+    for ax, (key, label, absent) in zip(axes.flat, SPEED_PANELS, strict=True):
         if not _draw(ax, settings, logs, key):
             ax.text(0.5, 0.5, absent, ha="center", va="center", transform=ax.transAxes)
             ax.set_xticks([])
@@ -252,7 +252,7 @@ def plot_vocab(settings: ReportSettings, root: Path, path: Path) -> tuple[Path, 
     tasks = sorted({task for t in series.values() for task in t["fragmentation"]})
     fig, axes = plt.subplots(1, 2, figsize=(max(8, 1.6 * len(tasks) * 2), 4), sharey=True)
     width = 0.8 / len(series)
-    for ax, key, label in zip(axes, ("all_words", "entity_words"), ("all words", "entity words")):
+    for ax, key, label in zip(axes, ("all_words", "entity_words"), ("all words", "entity words"), strict=True):
         for i, (name, t) in enumerate(series.items()):
             values = [_number(t["fragmentation"].get(task, {}).get(key)) for task in tasks]
             legend = name

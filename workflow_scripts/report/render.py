@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Sequence
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
-from typing import Optional, Sequence
 
 from ..atomic import write_text
 
@@ -43,11 +43,11 @@ def _half_up(value: float, digits: int) -> Decimal:
     return Decimal(repr(round(value, 9))).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
 
 
-def number(value: Optional[float], digits: int = 1) -> str:
+def number(value: float | None, digits: int = 1) -> str:
     return "" if value is None else str(_half_up(value, digits))
 
 
-def signed(value: Optional[float], digits: int = 1) -> str:
+def signed(value: float | None, digits: int = 1) -> str:
     if value is None:
         return ""
     rounded = _half_up(value, digits)
@@ -56,7 +56,7 @@ def signed(value: Optional[float], digits: int = 1) -> str:
     return ("+" if rounded >= 0 else "") + str(rounded)
 
 
-def with_published(value: Optional[float], published: Optional[float], digits: int) -> str:
+def with_published(value: float | None, published: float | None, digits: int) -> str:
     """``91.7 (93.0, -1.3)``: ours, then the published value and the difference."""
     if value is None:
         text = NO_VALUE

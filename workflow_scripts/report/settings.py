@@ -7,15 +7,14 @@ and the provenance audit all read the same file.
 from __future__ import annotations
 
 import argparse
-
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Optional, Union
+from typing import Literal
 
-from ..typed import load_settings
 from ..errors import PipelineError
 from ..tasks.metrics import check_task_metric, metric_for, metric_names
 from ..tasks.spec import BENCHMARKS
+from ..typed import load_settings
 
 TaskType = Literal["ner", "pico", "relation", "similarity", "doc_classification", "qa", "nli"]
 Statistic = Literal["median", "mean"]
@@ -25,13 +24,15 @@ OTHER = "other"
 
 @dataclass
 class Published:
-    lewis: Optional[str] = field(
+    lewis: str | None = field(
         default=None,
-        metadata={"help": "Column name of the published counterpart in the Lewis et al. reference CSV (e.g. 'ours-base+PM'), or null."},
+        metadata={"help": "Column name of the published counterpart in the Lewis et al. reference CSV "
+            "(e.g. 'ours-base+PM'), or null."},
     )
-    blurb: Optional[str] = field(
+    blurb: str | None = field(
         default=None,
-        metadata={"help": "Column name of the published counterpart in the Gu et al. BLURB reference CSV (e.g. 'PubMedBERT-uncased'), or null."},
+        metadata={"help": "Column name of the published counterpart in the Gu et al. BLURB reference CSV "
+            "(e.g. 'PubMedBERT-uncased'), or null."},
     )
 
 
@@ -51,22 +52,22 @@ class ReportModel:
 
 @dataclass
 class TaskReference:
-    lewis: Optional[str] = field(default=None, metadata={"help": "Row name of this task in the Lewis et al. reference CSV (e.g. 'BC5CDR-C.')."})
-    blurb: Optional[str] = field(default=None, metadata={"help": "Row name of this task in the Gu et al. BLURB reference CSV (e.g. 'BC5-chem')."})
+    lewis: str | None = field(default=None, metadata={"help": "Row name of this task in the Lewis et al. reference CSV (e.g. 'BC5CDR-C.')."})
+    blurb: str | None = field(default=None, metadata={"help": "Row name of this task in the Gu et al. BLURB reference CSV (e.g. 'BC5-chem')."})
 
 
 @dataclass
 class TaskEntry:
     display: str = field(metadata={"help": "Name shown in table rows and plot titles."})
     type: TaskType = field(metadata={"help": "Task type; decides the Lewis group (Seq. Lab./Classif.) and the BLURB type."})
-    metric: Union[str, dict[str, str]] = field(
+    metric: str | dict[str, str] = field(
         metadata={"help": "The task's metric name, or one per benchmark; its metrics.json files must name the same."}
     )
     domain: Literal["pubmed", "clinical"] = field(default="pubmed", metadata={"help": "Text domain; decides the PubMed/Clinical group."})
     benchmarks: list[str] = field(default_factory=list, metadata={"help": "Benchmarks the task counts towards: lewis (group means) and/or blurb (BLURB score)."})
     reference: TaskReference = field(default_factory=TaskReference, metadata={"help": "Names of this task in the published reference tables."})
     folds: int = field(default=0, metadata={"help": "Cross-validation folds: 0 for a fixed train/dev/test split (run as fold 0), 10 for GAD and EU-ADR."})
-    selection_fold: Optional[int] = field(
+    selection_fold: int | None = field(
         default=None, metadata={"help": "Fold used only to choose hyper-parameters; excluded from the statistic (Lewis et al.)."}
     )
     restricted: bool = field(default=False, metadata={"help": "Credentialed data (i2b2, MedNLI, MIMIC-III): results are marked in the tables."})
@@ -129,7 +130,7 @@ class Statistics:
 
 @dataclass
 class Aggregation:
-    statistic: Union[Statistic, Statistics] = field(
+    statistic: Statistic | Statistics = field(
         default_factory=Statistics,
         metadata={"help": "Statistic over seeds per benchmark ({lewis: median, blurb: mean}), or one for all."},
     )
@@ -155,8 +156,8 @@ class Aggregation:
 
 @dataclass
 class ReferencePaths:
-    lewis: Optional[str] = field(default=None, metadata={"help": "CSV of Lewis et al. (2020) Table 7 test medians (tasks x models)."})
-    blurb: Optional[str] = field(default=None, metadata={"help": "CSV of Gu et al. (2021) Table 6 BLURB test results (tasks x models)."})
+    lewis: str | None = field(default=None, metadata={"help": "CSV of Lewis et al. (2020) Table 7 test medians (tasks x models)."})
+    blurb: str | None = field(default=None, metadata={"help": "CSV of Gu et al. (2021) Table 6 BLURB test results (tasks x models)."})
 
 
 @dataclass

@@ -15,18 +15,17 @@ definitions in ``groups``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
 
 from .. import provenance
-from ..cli import run
 from ..atomic import write_text
+from ..cli import run
+from ..tasks.metrics import LABELS
 from ..typed import to_dict
 from . import render
-from ..tasks.metrics import LABELS
-from .aggregate import (Cell, SummaryRow, blurb_scores, build_cells, compare, lewis_groups, missing_runs,
-                        primary_view)
+from .aggregate import Cell, SummaryRow, blurb_scores, build_cells, compare, lewis_groups, missing_runs, primary_view
 from .groups import GROUPS
 from .metrics import RunResult, load_runs
 from .reference import BLURB_SCORE_ROW, BLURB_TASKS, LEWIS_TASKS, ReferenceTable, read_reference
@@ -45,11 +44,11 @@ class Built:
     cells: dict[tuple[str, str, str], Cell]
 
 
-def _r(value: Optional[float]) -> Optional[float]:
+def _r(value: float | None) -> float | None:
     return None if value is None else round(value, CSV_DIGITS)
 
 
-def _pct(fraction: Optional[float]) -> Optional[float]:
+def _pct(fraction: float | None) -> float | None:
     return None if fraction is None else _r(100.0 * fraction)
 
 
@@ -85,7 +84,7 @@ def _marks(restricted: bool, incomplete: bool) -> str:
     return (RESTRICTED if restricted else "") + (INCOMPLETE if incomplete else "")
 
 
-def _cell_display(cell: Cell, published: Optional[float], digits: int) -> render.DisplayCell:
+def _cell_display(cell: Cell, published: float | None, digits: int) -> render.DisplayCell:
     return render.with_published(cell.value, published, digits), _marks(cell.restricted, cell.status != "ok")
 
 

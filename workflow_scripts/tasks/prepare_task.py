@@ -22,18 +22,19 @@ import tarfile
 import tempfile
 import zipfile
 from collections import Counter
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any
 
 from .. import provenance
 from ..atomic import atomic_dir, write_json, write_jsonl
 from ..cli import run
-from ..typed import load_settings, to_dict
 from ..errors import PipelineError
+from ..typed import load_settings, to_dict
+from . import subsets
 from .readers import get_reader
 from .readers.common import read_text
-from . import subsets
 from .spec import SPLITS, PrepareTaskSettings
 
 # Every test example's texts, one JSON line each: the file corpora are decontaminated against.
@@ -305,7 +306,7 @@ def split_texts(records: list[dict], prefix: str = "") -> list[dict]:
     return [{"id": prefix + str(r["id"]), "texts": list(_texts(r))} for r in records]
 
 
-def fold_paths(spec: PrepareTaskSettings, fold: Optional[int]) -> dict[str, str]:
+def fold_paths(spec: PrepareTaskSettings, fold: int | None) -> dict[str, str]:
     if fold is None:
         return dict(spec.splits)
     return {s: p.replace("{fold1}", str(fold + 1)).replace("{fold}", str(fold)) for s, p in spec.splits.items()}

@@ -9,9 +9,9 @@ batch plus the index of sampled rows, whatever the corpus size.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
 
 import numpy as np
 import pyarrow.parquet as pq

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, Optional
+from typing import Literal
 
 from ..errors import PipelineError
 from ..typed import help_field as _help
@@ -37,7 +37,7 @@ class VocabSettings:
         "roberta: <s> <pad> </s> <unk> <mask>) and the tokenizer class saved.",
         default="bert",
     )
-    sample_documents: Optional[int] = _help(
+    sample_documents: int | None = _help(
         "Learn from at most this many documents, drawn without replacement from all shards of the corpora with "
         "`seed`; null uses every document.",
         default=None,

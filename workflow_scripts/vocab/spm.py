@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import re
 import unicodedata
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 import sentencepiece
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers

@@ -14,17 +14,17 @@ import itertools
 import logging
 import os
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 
 from .. import provenance
 from ..atomic import atomic_dir
 from ..cli import run
-from ..typed import load_settings, to_dict
 from ..errors import PipelineError
 from ..progress import progress
+from ..typed import load_settings, to_dict
 from .sample import Sample, count_distinct_words, iter_texts, plan_sample
-from .settings import VocabSettings, TrainVocabSettings
+from .settings import TrainVocabSettings, VocabSettings
 
 log = logging.getLogger(__name__)
 CHECK_DOCUMENTS = 200

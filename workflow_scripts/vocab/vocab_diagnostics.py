@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from .. import provenance
 from ..atomic import write_json
@@ -109,7 +109,7 @@ def describe(tokenizer, path: str, tasks: dict[str, tuple[list[str], list[str]]]
             "words": a["words"], "entity_word_count": e["words"],
         }
     coverage, per_term = metrics.term_coverage(tokenizer, terms)
-    examples = dict(zip(EXAMPLES, metrics.pieces(tokenizer, list(EXAMPLES))))
+    examples = dict(zip(EXAMPLES, metrics.pieces(tokenizer, list(EXAMPLES)), strict=True))
     entry = {"path": path, "size": len(tokenizer.get_vocab()), "fragmentation": frag,
              "term_coverage": coverage, "examples": examples}
     return entry, per_term

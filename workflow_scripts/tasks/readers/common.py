@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator, Optional
 
 from ...errors import PipelineError
 from ..spec import TaskSpec
@@ -68,7 +68,7 @@ def tsv_rows(path: Path, name: str, *, quoted: bool) -> Iterator[tuple[int, list
         start = rows.line_num + 1
 
 
-def header_columns(fields: list[str], required: tuple[str, ...]) -> Optional[dict[str, int]]:
+def header_columns(fields: list[str], required: tuple[str, ...]) -> dict[str, int] | None:
     """Column positions by lower-cased name when ``fields`` is a header naming every required column."""
     cols = [c.strip().lower() for c in fields]
     if all(r in cols for r in required):

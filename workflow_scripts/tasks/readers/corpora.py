@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Optional
 
 from ...errors import PipelineError
 from ..spec import TaskSpec
@@ -25,7 +24,7 @@ def _hallmarks(segment: str, spec: TaskSpec, where: str) -> set[str]:
     return found
 
 
-def read_hoc_corpus(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None) -> list[Record]:
+def read_hoc_corpus(path: Path, spec: TaskSpec, *, name: str, selector: str | None = None) -> list[Record]:
     """The Hallmarks of Cancer corpus (Baker et al. 2016; github.com/sb895/Hallmarks-of-Cancer):
     ``text/<PMID>.txt`` holds an abstract's tokenised sentences, one per line; the single line of
     ``labels/<PMID>.txt`` one ``<...>`` segment per sentence. One record per abstract, abstracts
@@ -68,7 +67,7 @@ def _span(offset: str, where: str) -> tuple[int, int]:
     return int(numbers[0]), int(numbers[-1]) + 1
 
 
-def read_ddi_xml(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None) -> list[Record]:
+def read_ddi_xml(path: Path, spec: TaskSpec, *, name: str, selector: str | None = None) -> list[Record]:
     """The DDI 2013 corpus (Herrero-Zazo et al.): XML documents whose ``<sentence text>`` holds
     ``<entity id charOffset>`` drugs and ``<pair e1 e2 ddi type>`` candidate pairs. One record
     per pair, both drugs replaced by @DRUG$, labelled ``DDI-<type>`` or ``DDI-false``. Ids are
@@ -151,7 +150,7 @@ def _chemprot_rows(path: Path, name: str, kind: str, columns: int) -> list[tuple
     return rows
 
 
-def read_chemprot_corpus(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None) -> list[Record]:
+def read_chemprot_corpus(path: Path, spec: TaskSpec, *, name: str, selector: str | None = None) -> list[Record]:
     """One folder of the BioCreative VI ChemProt corpus (``chemprot_training``, ...):
     ``*_abstracts*.tsv`` (PMID, title, abstract), ``*_entities*.tsv`` (PMID, T<n>, CHEMICAL or
     GENE-Y/GENE-N, start, end, text; offsets into title<TAB>abstract) and ``*_relations*.tsv``
@@ -160,7 +159,7 @@ def read_chemprot_corpus(path: Path, spec: TaskSpec, *, name: str, selector: Opt
     the task's labels, else the negative label; both mentions are masked (@CHEMICAL$, @GENE$)."""
     negative = spec.negative_label or "false"
     relations: dict[tuple[str, str, str], str] = {}
-    for where, f in _chemprot_rows(path, name, "relations", 6):
+    for _where, f in _chemprot_rows(path, name, "relations", 6):
         label = f[1].strip() if f[1].strip() in spec.labels else negative
         relations[(f[0], f[4].split(":", 1)[-1], f[5].split(":", 1)[-1])] = label
     entities: dict[str, list[dict]] = {}

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, Optional
 
 from ...errors import PipelineError
 from ..spec import TaskSpec
@@ -31,7 +31,7 @@ def _xml_documents(path: Path) -> list[Path]:
     return sorted(path.rglob("*.xml")) if path.is_dir() else [path]
 
 
-def read_i2b2_xml(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None) -> list[Record]:
+def read_i2b2_xml(path: Path, spec: TaskSpec, *, name: str, selector: str | None = None) -> list[Record]:
     """i2b2 2012 (temporal events) and 2014 (de-identification) XML: ``<TEXT><![CDATA[...]]>``
     and ``<TAGS>`` whose children carry 0-based ``start``/``end`` character offsets into the
     text. ``selector`` = ``<element>:<attribute>``: which tags are entities and which attribute
@@ -127,7 +127,7 @@ class _Document:
         self.lines = read_text(path, shown).split("\n")
         self.tokens = [_token_spans(line) for line in self.lines]
 
-    def span(self, m: "re.Match[str]", first: int, where: str) -> tuple[int, int, int]:
+    def span(self, m: re.Match[str], first: int, where: str) -> tuple[int, int, int]:
         """(line, start, end) in characters of the concept whose groups start at ``first``."""
         text, l1, w1, l2, w2 = m[first], int(m[first + 1]), int(m[first + 2]), int(m[first + 3]), int(m[first + 4])
         if l1 != l2 or not 1 <= l1 <= len(self.lines) or not 0 <= w1 <= w2 < len(self.tokens[l1 - 1]):
@@ -149,8 +149,8 @@ _RELATION = re.compile(rf'^{_SPAN}\|\|r="([^"]+)"\|\|{_SPAN}$')
 
 
 def _annotations(
-    path: Path, shown: str, pattern: "re.Pattern[str]", expected: str
-) -> Iterator[tuple[str, "re.Match[str]"]]:
+    path: Path, shown: str, pattern: re.Pattern[str], expected: str
+) -> Iterator[tuple[str, re.Match[str]]]:
     """(file:line, match) of each non-blank line of an i2b2 annotation file."""
     for number, line in numbered_lines(path, shown):
         if not line.strip():
@@ -167,7 +167,7 @@ def _concepts(doc: _Document, path: Path, shown: str) -> Iterator[tuple[str, str
         yield where, m[6], doc.span(m, 1, where)
 
 
-def read_i2b2_concepts(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None) -> list[Record]:
+def read_i2b2_concepts(path: Path, spec: TaskSpec, *, name: str, selector: str | None = None) -> list[Record]:
     """i2b2/VA 2010 concepts: ``<doc>.txt`` (one sentence per line, whitespace-tokenised) and
     ``<doc>.con`` lines ``c="text" line:word line:word||t="problem|test|treatment"`` (lines
     1-based, words 0-based, inclusive; each concept's text is checked against the words).
@@ -194,7 +194,7 @@ def read_i2b2_concepts(path: Path, spec: TaskSpec, *, name: str, selector: Optio
             tags[row - 1][inside[0]] = label
             for k in inside[1:]:
                 tags[row - 1][k] = f"I-{kind}"
-        for number, (line, spans) in enumerate(zip(doc.lines, words), start=1):
+        for number, (line, spans) in enumerate(zip(doc.lines, words, strict=True), start=1):
             if spans:
                 records.append({"id": f"{stem}:{number}", "tokens": [line[a:b] for a, b in spans],
                                 "tags": tags[number - 1]})
@@ -231,7 +231,7 @@ def _relation_labels(doc: _Document, path: Path, shown: str, cons: list[dict],
     return labels
 
 
-def read_i2b2_relations(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None) -> list[Record]:
+def read_i2b2_relations(path: Path, spec: TaskSpec, *, name: str, selector: str | None = None) -> list[Record]:
     """i2b2/VA 2010 relations from the original release: ``<doc>.txt`` (one sentence per line,
     whitespace-tokenised), ``<doc>.con`` (``c="text" L:W L:W||t="problem"``) and ``<doc>.rel``
     (``c="text" L:W L:W||r="TrAP"||c="text" L:W L:W``), searched under ``path`` or under the

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 from ...errors import PipelineError
 from ...jsonl import parse_lines
@@ -34,7 +33,7 @@ def _json_label(label: str, spec: TaskSpec, path: Path, name: str, key: str) -> 
     return label
 
 
-def read_pubmedqa(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None) -> list[Record]:
+def read_pubmedqa(path: Path, spec: TaskSpec, *, name: str, selector: str | None = None) -> list[Record]:
     """PubMedQA JSON (ori_pqal.json and the split files): an object mapping PMID to
     ``{"QUESTION", "CONTEXTS": [...], "final_decision": yes|no|maybe, ...}``. The selector
     ``in:<file>`` or ``notin:<file>`` keeps the PMIDs that are (not) keys of another JSON
@@ -68,7 +67,7 @@ def read_pubmedqa(path: Path, spec: TaskSpec, *, name: str, selector: Optional[s
     return records
 
 
-def read_bioasq(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None) -> list[Record]:
+def read_bioasq(path: Path, spec: TaskSpec, *, name: str, selector: str | None = None) -> list[Record]:
     """BioASQ Task B JSON: ``{"questions": [{"id", "body", "type", "exact_answer",
     "snippets": [{"text"}, ...]}, ...]}``; the yes/no questions, each with its snippets
     joined as the context."""
@@ -94,7 +93,7 @@ def read_bioasq(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str
     return records
 
 
-def read_mednli(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None) -> list[Record]:
+def read_mednli(path: Path, spec: TaskSpec, *, name: str, selector: str | None = None) -> list[Record]:
     """MedNLI JSONL (the SNLI layout): one object per line with ``sentence1``, ``sentence2``,
     ``gold_label`` and ``pairID``."""
     records = []
