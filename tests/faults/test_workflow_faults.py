@@ -26,8 +26,14 @@ def _small_study(demo: Path) -> None:
     cfg = yaml.safe_load((demo / "config.yaml").read_text())
     cfg["corpora"] = {"pubmed": cfg["corpora"]["pubmed"]}
     cfg["vocabularies"] = {"wp": {**cfg["vocabularies"]["demo-wordpiece"], "corpora": ["pubmed"], "compare": []}}
-    pretrain = {**cfg["models"]["demo-roberta"]["pretrain"], "architecture": "bert", "max_steps": 4,
-                "batch_size": 8, "phases": [{"seq_len": 32, "fraction": 1.0}], "checkpoint_every": 2}
+    pretrain = {
+        **cfg["models"]["demo-roberta"]["pretrain"],
+        "architecture": "bert",
+        "max_steps": 4,
+        "batch_size": 8,
+        "phases": [{"seq_len": 32, "fraction": 1.0}],
+        "checkpoint_every": 2,
+    }
     cfg["models"] = {"tiny": {"kind": "pretrain", "vocab": "wp", "corpora": ["pubmed"], "pretrain": pretrain}}
     task = cfg["tasks"]["demo-ner"]
     task["finetune"] = {**task["finetune"], "epochs": 1}

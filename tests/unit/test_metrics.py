@@ -146,8 +146,12 @@ def test_label_micro_f1_is_linkbert_micro_f1_over_document_label_cells():
         assert result["precision"] == pytest.approx(precision)
         mlb = MultiLabelBinarizer(classes=HALLMARKS)
         docs = list(g)
-        sk = f1_score(mlb.fit_transform([sorted(g[d]) for d in docs]), mlb.transform([sorted(p[d]) for d in docs]),
-                      average="micro", zero_division=0)
+        sk = f1_score(
+            mlb.fit_transform([sorted(g[d]) for d in docs]),
+            mlb.transform([sorted(p[d]) for d in docs]),
+            average="micro",
+            zero_division=0,
+        )
         assert result["score"] == pytest.approx(sk)
 
 
@@ -163,8 +167,9 @@ def test_example_f1_is_bio_lm_example_based_f1_with_sentences_or_ed_per_abstract
         precisions = [len(g[d] & p[d]) / len(p[d]) if p[d] else 0.0 for d in keep]
         recalls = [len(g[d] & p[d]) / len(g[d]) for d in keep]
         mp, mr = np.mean(precisions), np.mean(recalls)
-        result = compute("example_f1", [r[1] for r in rows], [r[2] for r in rows], labels=HALLMARKS,
-                         ids=[r[0] for r in rows])
+        result = compute(
+            "example_f1", [r[1] for r in rows], [r[2] for r in rows], labels=HALLMARKS, ids=[r[0] for r in rows]
+        )
         assert result["precision"] == pytest.approx(mp)
         assert result["recall"] == pytest.approx(mr)
         assert result["score"] == pytest.approx(2 * mp * mr / (mp + mr) if mp + mr else 0.0)

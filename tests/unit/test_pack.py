@@ -70,8 +70,8 @@ def reference_pack(docs, tok, seq_len, fraction):
     c = seq_len - 2
     for split, (toks, flgs) in streams.items():
         n = len(toks) // c
-        blocks = [[tok.cls_token_id] + toks[i * c:(i + 1) * c] + [tok.sep_token_id] for i in range(n)]
-        fblocks = [[packfmt.SPECIAL] + flgs[i * c:(i + 1) * c] + [packfmt.SPECIAL] for i in range(n)]
+        blocks = [[tok.cls_token_id] + toks[i * c : (i + 1) * c] + [tok.sep_token_id] for i in range(n)]
+        fblocks = [[packfmt.SPECIAL] + flgs[i * c : (i + 1) * c] + [packfmt.SPECIAL] for i in range(n)]
         out[split] = (np.array(blocks).reshape(n, seq_len), np.array(fblocks).reshape(n, seq_len))
     return out
 
@@ -170,8 +170,22 @@ def test_bad_inputs_are_named(base, tmp_path):
 def test_pack_cli_records_the_shard_it_read(base, tmp_path):
     out = tmp_path / "seq~32" / "shard~0"
     shard = base["corpus"] / "shard~0.parquet"
-    pack_cli.main(["--shard", str(shard), "--tokenizer", str(base["bpe"]), "--seq-len", "32",
-                   "--heldout-fraction", "0.1", "--threads", "2", "--out", str(out)])
+    pack_cli.main(
+        [
+            "--shard",
+            str(shard),
+            "--tokenizer",
+            str(base["bpe"]),
+            "--seq-len",
+            "32",
+            "--heldout-fraction",
+            "0.1",
+            "--threads",
+            "2",
+            "--out",
+            str(out),
+        ]
+    )
     prov = json.loads((out / "provenance.json").read_text())
     meta = json.loads((out / "meta.json").read_text())
     assert prov["step"] == "pack" and prov["inputs"]["shard"]["sha256"] == meta["shard"]["sha256"]
@@ -202,7 +216,9 @@ def _word_id_flags(tok, texts):
     flags = []
     for text in texts:
         words = tok([text], add_special_tokens=False).word_ids(0)
-        flags += [packfmt.WORD_START if i == 0 or w != words[i - 1] else packfmt.CONTINUATION for i, w in enumerate(words)]
+        flags += [
+            packfmt.WORD_START if i == 0 or w != words[i - 1] else packfmt.CONTINUATION for i, w in enumerate(words)
+        ]
     return np.array(flags, dtype=np.uint8)
 
 

@@ -36,7 +36,8 @@ def write_study(root: Path, models: bool = True, tasks: bool = True) -> Path:
     ner["finetune"] = {"batch_size": 16, "lr": 1.0e-4, "epochs": 1, "max_steps": 6, "eval_every": 0, "patience": 0}
     config = {
         "models": {"minilm": {"kind": "external", "display": "all-MiniLM-L6-v2", "checkpoint": str(minilm())}}
-        if models else {},
+        if models
+        else {},
         "tasks": {"my-ner": ner} if tasks else {},
         "seeds": [1],
         "finetune": {"num_threads": 2},

@@ -15,9 +15,7 @@ def test_snakemake_lint_is_clean():
 
 def test_snakefmt_check_is_clean():
     snakefmt = Path(sys.executable).parent / "snakefmt"
-    result = subprocess.run(
-        [str(snakefmt), "--check", "Snakefile", "rules"], cwd=ROOT, capture_output=True, text=True
-    )
+    result = subprocess.run([str(snakefmt), "--check", "Snakefile", "rules"], cwd=ROOT, capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
 
 

@@ -193,7 +193,7 @@ def pack_tokenizers(study: Study) -> dict[str, str]:
 
 def pack_tokenizer_marker(study: Study, key: str) -> list[str]:
     if key.startswith("vocab~"):
-        return [f"{vocab_dir(key[len('vocab~'):])}/tokenizer_config.json"]
+        return [f"{vocab_dir(key[len('vocab~') :])}/tokenizer_config.json"]
     return []
 
 

@@ -31,9 +31,7 @@ class CorpusSource:
     url: str = _help(
         "Base URL (http, https or file) of the published files, or a directory relative to the run directory."
     )
-    release: int | None = _help(
-        "PubMed: two-digit release year as in pubmed{YY}n{NNNN}.xml.gz.", default=None
-    )
+    release: int | None = _help("PubMed: two-digit release year as in pubmed{YY}n{NNNN}.xml.gz.", default=None)
     baseline: list[int] | None = _help(
         "PubMed: first and last baseline file number, e.g. [1, 1274] (files under baseline/).",
         default=None,
@@ -99,7 +97,9 @@ class CorpusEntry:
     restricted: bool = _help(
         "Credentialed data (MIMIC-III): everything derived from it is marked restricted.", default=False
     )
-    clean: CleanSettings = _help("Parsing, filtering, deduplication and decontamination.", default_factory=CleanSettings)
+    clean: CleanSettings = _help(
+        "Parsing, filtering, deduplication and decontamination.", default_factory=CleanSettings
+    )
     decontaminate: list[str] = _help(
         "Tasks whose test sets are removed from this corpus by n-gram overlap (names in tasks).",
         default_factory=list,
@@ -153,9 +153,7 @@ class ModelEntry:
     checkpoint: str | None = _help("external: a local directory or a hub id.", default=None)
     pretrain: PretrainSettings = _help("pretrain: architecture and recipe.", default_factory=PretrainSettings)
     distill: DistillSettings = _help("distill: student shape, losses and recipe.", default_factory=DistillSettings)
-    restricted: bool = _help(
-        "external: trained on credentialed data (marks its results restricted).", default=False
-    )
+    restricted: bool = _help("external: trained on credentialed data (marks its results restricted).", default=False)
     evaluate: bool = _help("Fine-tune this model on the tasks.", default=True)
     resources: JobResources | None = _help(
         "pretrain and distill: this model's job size, replacing resources.pretrain or resources.distill.",
@@ -177,7 +175,8 @@ class Reference:
         "CSV of Lewis et al. test medians (task x model).", default="resources/reference/lewis2020_test_medians.csv"
     )
     blurb: str = _help(
-        "CSV of Gu et al. BLURB test results (task x model).", default="resources/reference/gu2021_blurb_table6_test.csv"
+        "CSV of Gu et al. BLURB test results (task x model).",
+        default="resources/reference/gu2021_blurb_table6_test.csv",
     )
 
 
@@ -191,7 +190,9 @@ class Study:
         "plus seeds (list, replacing the top-level seeds) and finetune (see its description).",
         default_factory=dict,
     )
-    seeds: list[int] = _help("Fine-tuning seeds of every task that lists none.", default_factory=lambda: [1, 2, 3, 4, 5])
+    seeds: list[int] = _help(
+        "Fine-tuning seeds of every task that lists none.", default_factory=lambda: [1, 2, 3, 4, 5]
+    )
     finetune: FinetuneSettings = _help(
         "Fine-tuning defaults of every task. " + FINETUNE_PRECEDENCE,
         default_factory=FinetuneSettings,
@@ -250,7 +251,7 @@ def _check_model(name: str, m: ModelEntry, study: Study) -> None:
         if (m.vocab is None) == (m.init is None):
             raise PipelineError(
                 f"{where}: give either vocab (from scratch with a learned vocabulary) or init "
-                    "(continual, keeping its vocabulary)"
+                "(continual, keeping its vocabulary)"
             )
         if m.vocab is not None and m.vocab not in study.vocabularies:
             raise PipelineError(

@@ -18,8 +18,19 @@ from typing import Literal
 
 from ..errors import PipelineError
 
-COLUMNS = ["ROW_ID", "SUBJECT_ID", "HADM_ID", "CHARTDATE", "CHARTTIME", "STORETIME",
-           "CATEGORY", "DESCRIPTION", "CGID", "ISERROR", "TEXT"]
+COLUMNS = [
+    "ROW_ID",
+    "SUBJECT_ID",
+    "HADM_ID",
+    "CHARTDATE",
+    "CHARTTIME",
+    "STORETIME",
+    "CATEGORY",
+    "DESCRIPTION",
+    "CGID",
+    "ISERROR",
+    "TEXT",
+]
 PLACEHOLDER = re.compile(r"\[\*\*(.*?)\*\*\]", re.S)
 _DATE = re.compile(r"^\d{4}-\d{1,2}(-\d{1,2})?$|^\d{1,2}[-/]\d{1,2}$|^\d{4}$")
 # Placeholder descriptions as they appear in MIMIC-III, checked in this order.
@@ -103,10 +114,15 @@ def iter_notes(path: str | Path, placeholders: Literal["keep", "tag"] = "keep") 
                 else:
                     field = {c: row[i] for c, i in idx.items()}
                     yield Note(
-                        row_id=field["ROW_ID"], subject_id=field["SUBJECT_ID"], hadm_id=field["HADM_ID"],
-                        chartdate=field["CHARTDATE"], category=field["CATEGORY"].strip(),
-                        description=field["DESCRIPTION"], iserror=field["ISERROR"].strip() == "1",
-                        text=clean_text(field["TEXT"], placeholders), line=start,
+                        row_id=field["ROW_ID"],
+                        subject_id=field["SUBJECT_ID"],
+                        hadm_id=field["HADM_ID"],
+                        chartdate=field["CHARTDATE"],
+                        category=field["CATEGORY"].strip(),
+                        description=field["DESCRIPTION"],
+                        iserror=field["ISERROR"].strip() == "1",
+                        text=clean_text(field["TEXT"], placeholders),
+                        line=start,
                     )
                 start = reader.line_num + 1
     except (EOFError, zlib.error, gzip.BadGzipFile) as exc:

@@ -10,8 +10,13 @@ from . import tagging
 from .features import Encoding
 
 
-def decode(outputs: list[torch.Tensor], features: list[dict[str, Any]], rows: list[dict[str, Any]],
-           enc: Encoding, threshold: float) -> list[Any]:
+def decode(
+    outputs: list[torch.Tensor],
+    features: list[dict[str, Any]],
+    rows: list[dict[str, Any]],
+    enc: Encoding,
+    threshold: float,
+) -> list[Any]:
     """``outputs[i]`` holds the logits of ``features[i]`` (unpadded for tagging)."""
     if enc.task_type in ("ner", "pico"):
         return _decode_tags(outputs, features, rows, enc)

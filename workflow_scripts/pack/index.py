@@ -38,7 +38,8 @@ def build_index(corpus: str, shard_dirs: Sequence[str | os.PathLike], out: str |
                     f"{d}/meta.json: {key} {meta.get(key)!r} differs from {metas[0][0]}'s {first.get(key)!r}"
                 )
     index = {
-        **{key: first[key] for key in SAME}, "corpus": corpus,
+        **{key: first[key] for key in SAME},
+        "corpus": corpus,
         "shards": [{"dir": os.path.relpath(d, out.parent), "key": m["key"], "blocks": m["blocks"]} for d, m in metas],
     }
     write_json(out, index)

@@ -106,8 +106,9 @@ def primary_view(task: TaskEntry) -> str:
     return "lewis" if "lewis" in task.views() else task.views()[0]
 
 
-def _published(settings: ReportSettings, model: str, task: str, view: str,
-               refs: dict[str, ReferenceTable]) -> tuple[float | None, str]:
+def _published(
+    settings: ReportSettings, model: str, task: str, view: str, refs: dict[str, ReferenceTable]
+) -> tuple[float | None, str]:
     if view == OTHER or view not in refs:
         return None, ""
     column = getattr(settings.models[model].published, view)
@@ -145,11 +146,17 @@ def build_cells(
                 scores = [r.scores[metric] for r in runs]
                 published, source = _published(settings, model, task, view, refs)
                 cells[(model, task, view)] = Cell(
-                    model=model, task=task, view=view, metric=metric, statistic=stat, runs=runs,
+                    model=model,
+                    task=task,
+                    view=view,
+                    metric=metric,
+                    statistic=stat,
+                    runs=runs,
                     expected=max(t.expected_runs(), listed.get((model, task), 0)),
                     summary=summarise(scores, stat, folds) if runs else None,
                     ci=bootstrap_ci(scores, stat, agg.bootstrap_samples, agg.confidence, agg.bootstrap_seed, folds)
-                    if runs else None,
+                    if runs
+                    else None,
                     precision=_over(runs, [r.precision.get(metric) for r in runs], stat),
                     recall=_over(runs, [r.recall.get(metric) for r in runs], stat),
                     restricted=m.restricted or t.restricted or any(r.restricted for r in runs),
@@ -159,9 +166,7 @@ def build_cells(
     return cells
 
 
-def _summary_row(
-    ours: GroupValue, published: GroupValue | None, cells: dict[str, Cell]
-) -> SummaryRow:
+def _summary_row(ours: GroupValue, published: GroupValue | None, cells: dict[str, Cell]) -> SummaryRow:
     members = [cells[t] for t in ours.members]
     return SummaryRow(
         ours=ours,
@@ -184,7 +189,10 @@ def lewis_groups(
         pub = None
         if m.published.lewis and "lewis" in refs:
             ref = refs["lewis"]
-            pub_values = {n: ref.get(t.reference.lewis, m.published.lewis) if t.reference.lewis else None for n, t in tasks.items()}
+            pub_values = {
+                n: ref.get(t.reference.lewis, m.published.lewis) if t.reference.lewis else None
+                for n, t in tasks.items()
+            }
             pub = group_means(pub_values, kinds)
         out[model] = {g: _summary_row(v, pub[g] if pub else None, mine) for g, v in ours.items()}
     return out
@@ -203,7 +211,10 @@ def blurb_scores(
         pub: BlurbScore | None = None
         if m.published.blurb and "blurb" in refs:
             ref = refs["blurb"]
-            pub_values = {n: ref.get(t.reference.blurb, m.published.blurb) if t.reference.blurb else None for n, t in tasks.items()}
+            pub_values = {
+                n: ref.get(t.reference.blurb, m.published.blurb) if t.reference.blurb else None
+                for n, t in tasks.items()
+            }
             pub = blurb_score(pub_values, types)
         rows = {
             BLURB_TYPE_NAMES[ty]: _summary_row(v, pub.types[ty] if pub else None, mine) for ty, v in ours.types.items()
@@ -242,14 +253,20 @@ def compare(settings: ReportSettings, cells: dict[tuple[str, str, str], Cell]) -
             for view in t.views():
                 ca, cb = cells[(a, task, view)], cells[(b, task, view)]
                 runs_b = {(r.fold, r.seed): s for r, s in zip(cb.runs, cb.scores, strict=True)}
-                pairs = [(s, runs_b[(r.fold, r.seed)]) for r, s in zip(ca.runs, ca.scores, strict=True)
-                         if (r.fold, r.seed) in runs_b]
+                pairs = [
+                    (s, runs_b[(r.fold, r.seed)])
+                    for r, s in zip(ca.runs, ca.scores, strict=True)
+                    if (r.fold, r.seed) in runs_b
+                ]
                 note, paired = "", None
                 if len(pairs) < 2:
                     note = f"{len(pairs)} run(s) with the same fold and seed in both models; need at least 2"
                 else:
                     paired = paired_comparison(
-                        [p[0] for p in pairs], [p[1] for p in pairs], agg.bootstrap_samples, agg.confidence,
+                        [p[0] for p in pairs],
+                        [p[1] for p in pairs],
+                        agg.bootstrap_samples,
+                        agg.confidence,
                         agg.bootstrap_seed,
                     )
                     unpaired = ca.n + cb.n - 2 * len(pairs)

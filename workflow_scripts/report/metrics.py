@@ -69,8 +69,7 @@ def _section(data: dict, key: str, path: str) -> dict:
     return section
 
 
-def parse_metrics(data: Any, run: RunEntry, metric: str | dict[str, str], names: list[str],
-                  path: str) -> RunResult:
+def parse_metrics(data: Any, run: RunEntry, metric: str | dict[str, str], names: list[str], path: str) -> RunResult:
     """Check one metrics.json document against the run it should describe; ``names`` are the
     metrics the tables read from its test section."""
     if not isinstance(data, dict):
@@ -100,8 +99,16 @@ def parse_metrics(data: Any, run: RunEntry, metric: str | dict[str, str], names:
             if value is not None:
                 into[name] = value
     return RunResult(
-        model=run.model, task=run.task, fold=run.fold, seed=run.seed, path=path, scores=scores,
-        dev=_dev_score(dev), precision=precision, recall=recall, restricted=bool(data.get("restricted", False)),
+        model=run.model,
+        task=run.task,
+        fold=run.fold,
+        seed=run.seed,
+        path=path,
+        scores=scores,
+        dev=_dev_score(dev),
+        precision=precision,
+        recall=recall,
+        restricted=bool(data.get("restricted", False)),
     )
 
 
@@ -116,7 +123,9 @@ def load_runs(settings: ReportSettings, root: Path) -> tuple[list[RunResult], li
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
-            raise PipelineError(f"{run.metrics}: not valid JSON ({exc.msg} at line {exc.lineno}); rerun the fine-tuning step") from exc
+            raise PipelineError(
+                f"{run.metrics}: not valid JSON ({exc.msg} at line {exc.lineno}); rerun the fine-tuning step"
+            ) from exc
         task = settings.tasks[run.task]
         needed = list(dict.fromkeys(task.metric_of(view) for view in task.views()))
         found.append(parse_metrics(data, run, task.metric, needed, run.metrics))

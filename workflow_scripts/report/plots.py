@@ -96,8 +96,9 @@ def plot_scores(settings: ReportSettings, results: list[RunResult], path: Path) 
                 continue
             scores = [100.0 * r.scores[metric] for r in runs]
             values += scores
-            ax.hlines(summarise(scores, stat, [r.fold for r in runs]).value, i - 0.3, i + 0.3, color=f"C{i}",
-                      linewidth=2.5)
+            ax.hlines(
+                summarise(scores, stat, [r.fold for r in runs]).value, i - 0.3, i + 0.3, color=f"C{i}", linewidth=2.5
+            )
             ax.scatter(i + rng.uniform(-0.15, 0.15, len(scores)), scores, color=f"C{i}", s=14, zorder=3)
         # a run marked without its task being so was trained on credentialed data
         restricted = {r.model for r in results if r.task == task and r.restricted and not t.restricted}
@@ -109,7 +110,7 @@ def plot_scores(settings: ReportSettings, results: list[RunResult], path: Path) 
         pad = max(1.0, 0.15 * (max(values) - min(values)))
         ax.set_xlim(-0.6, len(models) - 0.4)
         ax.set_ylim(min(values) - pad, max(values) + pad)
-    for ax in list(axes.flat)[len(tasks):]:
+    for ax in list(axes.flat)[len(tasks) :]:
         ax.axis("off")
     fig.suptitle(footnoted(f"{title}: dots are runs, lines the statistic of the task's benchmark", shown))
     fig.tight_layout()
@@ -185,7 +186,11 @@ def _draw(ax, settings: ReportSettings, logs: dict[str, dict], key: str) -> bool
 def plot_pretrain_loss(settings: ReportSettings, logs: dict[str, dict], path: Path) -> Path:
     title = "Pretraining loss"
     if not any(series.get("mlm") for series in logs.values()):
-        reason = "No pretraining log configured." if not settings.pretrain_logs else "No pretraining log with step and loss lines found."
+        reason = (
+            "No pretraining log configured."
+            if not settings.pretrain_logs
+            else "No pretraining log with step and loss lines found."
+        )
         return _placeholder(path, title, reason)
     fig, ax = plt.subplots(figsize=(6.5, 4))
     _draw(ax, settings, logs, "mlm")
@@ -226,7 +231,9 @@ def read_diagnostics(path: Path) -> dict[str, dict]:
     tokenizers = data.get("tokenizers") if isinstance(data, dict) else None
     if not isinstance(tokenizers, dict):
         raise PipelineError(f"{path}: key 'tokenizers' must be a mapping of tokenizer name to its figures")
-    return {name: t for name, t in tokenizers.items() if isinstance(t, dict) and isinstance(t.get("fragmentation"), dict)}
+    return {
+        name: t for name, t in tokenizers.items() if isinstance(t, dict) and isinstance(t.get("fragmentation"), dict)
+    }
 
 
 def plot_vocab(settings: ReportSettings, root: Path, path: Path) -> tuple[Path, list[Path]]:
@@ -247,7 +254,11 @@ def plot_vocab(settings: ReportSettings, root: Path, path: Path) -> tuple[Path, 
             if name in settings.restricted_vocabularies or name in settings.restricted_models:
                 restricted.add(label)
     if not series:
-        reason = "No vocabulary diagnostics configured." if not settings.vocab_diagnostics else "No vocabulary diagnostics found."
+        reason = (
+            "No vocabulary diagnostics configured."
+            if not settings.vocab_diagnostics
+            else "No vocabulary diagnostics found."
+        )
         return _placeholder(path, title, reason), used
     tasks = sorted({task for t in series.values() for task in t["fragmentation"]})
     fig, axes = plt.subplots(1, 2, figsize=(max(8, 1.6 * len(tasks) * 2), 4), sharey=True)

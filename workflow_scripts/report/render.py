@@ -30,9 +30,20 @@ def marked(label: str, restricted: bool) -> str:
 
 _TEX_MARKS = {RESTRICTED: r"\dagger", INCOMPLETE: r"\ddagger"}
 _TEX_ESCAPES = {
-    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-    "—": "---", "−": "-", "±": r"$\pm$", "↔": r"$\leftrightarrow$",
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "—": "---",
+    "−": "-",
+    "±": r"$\pm$",
+    "↔": r"$\leftrightarrow$",
 }
 
 DisplayCell = tuple[str, str]
@@ -82,7 +93,9 @@ def _used_marks(rows: Sequence[Sequence[DisplayCell]]) -> list[str]:
     return [m for m in LEGEND if m in used]
 
 
-def markdown(title: str, header: Sequence[str], rows: Sequence[Sequence[DisplayCell]], notes: Sequence[str] = ()) -> str:
+def markdown(
+    title: str, header: Sequence[str], rows: Sequence[Sequence[DisplayCell]], notes: Sequence[str] = ()
+) -> str:
     def line(cells: Sequence[str]) -> str:
         return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
@@ -100,7 +113,9 @@ def tex_escape(text: str) -> str:
     return "".join(_TEX_ESCAPES.get(ch, ch) for ch in text)
 
 
-def latex(caption: str, label: str, header: Sequence[str], rows: Sequence[Sequence[DisplayCell]], notes: Sequence[str] = ()) -> str:
+def latex(
+    caption: str, label: str, header: Sequence[str], rows: Sequence[Sequence[DisplayCell]], notes: Sequence[str] = ()
+) -> str:
     def cell(text: str, marks: str) -> str:
         sup = "".join(_TEX_MARKS.get(m, m) for m in marks)
         return tex_escape(text) + (f"$^{{{sup}}}$" if sup else "")

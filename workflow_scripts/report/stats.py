@@ -56,7 +56,11 @@ def summarise(values: Sequence[float], statistic: str = "median", folds: Sequenc
 
 
 def bootstrap_ci(
-    values: Sequence[float], statistic: str, samples: int, confidence: float, seed: int,
+    values: Sequence[float],
+    statistic: str,
+    samples: int,
+    confidence: float,
+    seed: int,
     folds: Sequence[int] | None = None,
 ) -> tuple[float, float]:
     """Percentile bootstrap interval of ``statistic`` over resamples of ``values`` (with
@@ -100,9 +104,7 @@ class Paired:
         return self.ci_low > 0 or self.ci_high < 0
 
 
-def paired_comparison(
-    a: Sequence[float], b: Sequence[float], samples: int, confidence: float, seed: int
-) -> Paired:
+def paired_comparison(a: Sequence[float], b: Sequence[float], samples: int, confidence: float, seed: int) -> Paired:
     """Compare paired scores ``a[i]`` and ``b[i]`` (same fold and seed)."""
     d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
     lo, hi = bootstrap_ci(d, "mean", samples, confidence, seed)

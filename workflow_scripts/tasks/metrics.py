@@ -31,8 +31,7 @@ def _prf(tp: float, n_pred: float, n_gold: float) -> dict[str, float]:
 def _check_lengths(gold: Sequence, pred: Sequence) -> None:
     if len(gold) != len(pred):
         raise PipelineError(
-            f"metrics: {len(gold)} gold examples but {len(pred)} predictions; "
-            "predict every example of the split"
+            f"metrics: {len(gold)} gold examples but {len(pred)} predictions; predict every example of the split"
         )
     if not gold:
         raise PipelineError("metrics: no examples to score; the split is empty")
@@ -42,8 +41,7 @@ def _check_sequences(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]
     for i, (g, p) in enumerate(zip(gold, pred, strict=True)):
         if len(g) != len(p):
             raise PipelineError(
-                f"metrics: example {i} has {len(g)} gold tags but {len(p)} predicted tags; "
-                "predict one tag per word"
+                f"metrics: example {i} has {len(g)} gold tags but {len(p)} predicted tags; predict one tag per word"
             )
 
 
@@ -166,8 +164,10 @@ def label_macro_f1(gold, pred, *, labels=None, negative_label=None, ids=None) ->
     """For each label the binary F1 over documents, then the unweighted mean over the labels
     (an extra HoC figure; neither paper's headline)."""
     classes, g, p = _cells(gold, pred, labels, ids)
-    f1s = [_prf(float(np.sum(g[:, j] & p[:, j])), float(p[:, j].sum()), float(g[:, j].sum()))["f1"]
-           for j in range(len(classes))]
+    f1s = [
+        _prf(float(np.sum(g[:, j] & p[:, j])), float(p[:, j].sum()), float(g[:, j].sum()))["f1"]
+        for j in range(len(classes))
+    ]
     result = {"score": float(np.mean(f1s)) if f1s else 0.0}
     result.update({f"f1_{c}": f for c, f in zip(classes, f1s, strict=True)})
     return result
@@ -294,8 +294,7 @@ def metric_names(metric: TaskMetric) -> list[str]:
     return list(dict.fromkeys(named + family))
 
 
-def compute(metric: str, gold: list, pred: list, *, labels=None, negative_label=None,
-            ids=None) -> dict[str, float]:
+def compute(metric: str, gold: list, pred: list, *, labels=None, negative_label=None, ids=None) -> dict[str, float]:
     """Score predictions with the named metric; ``score`` is the headline figure (a fraction).
     ``ids`` (the examples' ids) lets the HoC metrics OR sentence predictions per abstract."""
     fn = METRICS.get(metric)

@@ -16,9 +16,7 @@ BENCHMARKS = ("lewis", "blurb")
 class SourceFile:
     url: str | None = field(
         default=None,
-        metadata={
-            "help": "http(s)/file URL, or a path relative to the run directory (the demo)"
-        },
+        metadata={"help": "http(s)/file URL, or a path relative to the run directory (the demo)"},
     )
     sha256: str | None = field(
         default=None,
@@ -53,20 +51,16 @@ class TaskSource:
 class TaskSpec:
     name: str = field(metadata={"help": "task name (lowercase-with-hyphens)"})
     display: str = field(metadata={"help": "column/row label of the task in our tables"})
-    type: Literal["ner", "pico", "relation", "similarity", "doc_classification", "qa", "nli"] = (
-        field(metadata={"help": "task type; decides the normalised schema and the model head"})
+    type: Literal["ner", "pico", "relation", "similarity", "doc_classification", "qa", "nli"] = field(
+        metadata={"help": "task type; decides the normalised schema and the model head"}
     )
     domain: Literal["pubmed", "clinical"] = field(
         metadata={"help": "text domain, used for the PubMed/Clinical group means"}
     )
-    format: str = field(
-        metadata={"help": "reader name in workflow_scripts/tasks/readers.py (canonical format)"}
-    )
+    format: str = field(metadata={"help": "reader name in workflow_scripts/tasks/readers.py (canonical format)"})
     source: TaskSource = field(metadata={"help": "where the raw files come from"})
     splits: dict[str, str] = field(
-        metadata={
-            "help": 'train/dev/test -> file in the raw dir (may contain "{fold}" or point into an archive)'
-        }
+        metadata={"help": 'train/dev/test -> file in the raw dir (may contain "{fold}" or point into an archive)'}
     )
     metric: str | dict[str, str] = field(
         metadata={
@@ -88,9 +82,7 @@ class TaskSpec:
     )
     selection_fold: int | None = field(
         default=None,
-        metadata={
-            "help": "fold used to choose early-stopping settings; excluded from reported results"
-        },
+        metadata={"help": "fold used to choose early-stopping settings; excluded from reported results"},
     )
     labels: list[str] = field(
         default_factory=list,
@@ -122,9 +114,7 @@ class TaskSpec:
             "the study's finetune and are overridden by tasks.<name>.finetune in config.yaml"
         },
     )
-    restricted: bool = field(
-        default=False, metadata={"help": "credentialed data (i2b2, MedNLI)"}
-    )
+    restricted: bool = field(default=False, metadata={"help": "credentialed data (i2b2, MedNLI)"})
 
     def validate(self, where: str) -> None:
         dropped = sorted(name for name, f in self.source.files.items() if f is None)
@@ -148,8 +138,7 @@ class TaskSpec:
             )
         if self.selection_fold is not None and not 0 <= self.selection_fold < self.folds:
             raise PipelineError(
-                f"{where}.selection_fold: {self.selection_fold} is not one of the task's "
-                f"{self.folds} folds"
+                f"{where}.selection_fold: {self.selection_fold} is not one of the task's {self.folds} folds"
             )
         if self.negative_label is not None and self.labels and self.negative_label not in self.labels:
             raise PipelineError(f"{where}.negative_label: {self.negative_label!r} is not in labels")

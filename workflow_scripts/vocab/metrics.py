@@ -64,7 +64,7 @@ def surface_vocab(tokenizer) -> set[str]:
             continue
         for marker in _MARKERS:
             if token.startswith(marker) and len(token) > len(marker):
-                token = token[len(marker):]
+                token = token[len(marker) :]
                 break
         out.add(token)
     return out
@@ -75,7 +75,7 @@ def overlap(vocabs: Mapping[str, set[str]]) -> list[dict]:
     names = list(vocabs)
     rows = []
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             shared = len(vocabs[a] & vocabs[b])
             union = len(vocabs[a] | vocabs[b])
             rows.append({"a": a, "b": b, "shared": shared, "jaccard": shared / union if union else 0.0})

@@ -58,10 +58,10 @@ def list_shards(corpus: str | Path, vocab: str) -> list[Shard]:
     """The shards of one corpus directory in shard-number order."""
     corpus = Path(corpus)
     if not corpus.is_dir():
-        raise PipelineError(f"vocabulary {vocab!r}: corpus directory {corpus} does not exist; run its corpus step first")
-    found = sorted(
-        (int(m.group(1)), p) for p in corpus.iterdir() if (m := _SHARD.match(p.name)) is not None
-    )
+        raise PipelineError(
+            f"vocabulary {vocab!r}: corpus directory {corpus} does not exist; run its corpus step first"
+        )
+    found = sorted((int(m.group(1)), p) for p in corpus.iterdir() if (m := _SHARD.match(p.name)) is not None)
     shards = []
     for _, path in found:
         try:

@@ -80,8 +80,13 @@ def learn(settings: VocabSettings, sample: Sample, name: str, out: Path) -> dict
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--settings", required=True, help="YAML with a top-level 'vocab' key")
-    parser.add_argument("--corpus", required=True, nargs="+", action="extend",
-                        help="corpus directories (shard~N.parquet); repeat the flag or list several")
+    parser.add_argument(
+        "--corpus",
+        required=True,
+        nargs="+",
+        action="extend",
+        help="corpus directories (shard~N.parquet); repeat the flag or list several",
+    )
     parser.add_argument("--out", required=True, help="tokenizer directory to write")
     args = parser.parse_args(argv)
 
@@ -97,7 +102,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     with atomic_dir(out) as tmp:
         facts = learn(settings, sample, stage.name, tmp)
     facts["train_seconds"] = round(time.monotonic() - t0, 3)
-    log.info("vocabulary %s: %d tokens from %d documents in %.1fs", stage.name, facts["actual_size"], sample.size, facts["train_seconds"])
+    log.info(
+        "vocabulary %s: %d tokens from %d documents in %.1fs",
+        stage.name,
+        facts["actual_size"],
+        sample.size,
+        facts["train_seconds"],
+    )
     provenance.record(
         out,
         step="vocab.train",

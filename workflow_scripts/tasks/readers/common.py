@@ -13,6 +13,7 @@ from ..spec import TaskSpec
 Record = dict
 Reader = Callable[..., list[Record]]
 
+
 def read_text(path: Path, name: str) -> str:
     """The file's text exactly as stored (no newline translation: i2b2 offsets count every
     character); undecodable bytes are reported with their line."""
@@ -88,7 +89,7 @@ def dummify(line: str, a: dict, b: dict) -> tuple[str, list[dict]]:
         return text + line[end:], [{"start": start, "end": len(text), "type": kind}]
     pieces, entities, last = [], [], 0
     for c in (first, second):
-        pieces.append(line[last:c["start"]])
+        pieces.append(line[last : c["start"]])
         at = sum(len(p) for p in pieces)
         placeholder = f"@{c['type'].upper()}$"
         pieces.append(placeholder)

@@ -41,8 +41,9 @@ def _normalise_tag(tag: str, spec: TaskSpec, where: str) -> str:
     return check_label(f"{prefix}-{kind}", spec, where)
 
 
-def read_conll(path: Path, spec: TaskSpec, *, name: str, selector: str | None = None,
-               untyped: bool = False) -> list[Record]:
+def read_conll(
+    path: Path, spec: TaskSpec, *, name: str, selector: str | None = None, untyped: bool = False
+) -> list[Record]:
     """CoNLL-style token/tag TSV (MTL-Bioinformatics-2016, BioBERT and BLURB NER releases):
     one ``token<TAB>tag`` per line (extra middle columns ignored), a blank line between
     sentences. ``-DOCSTART-`` lines (JNLPBA) start a document: they are no tokens, and the
@@ -123,9 +124,7 @@ def read_ebm_nlp(path: Path, spec: TaskSpec, *, name: str, selector: str | None 
                 raise PipelineError(f"{shown}: missing; every abstract needs all three PIO files")
             labels = read_text(ann, shown).split()
             if len(labels) != len(words):
-                raise PipelineError(
-                    f"{shown}:1: {len(labels)} labels for the {len(words)} words of {pmid}.tokens"
-                )
+                raise PipelineError(f"{shown}:1: {len(labels)} labels for the {len(words)} words of {pmid}.tokens")
             if not all(x.isdigit() for x in labels):
                 bad = next(x for x in labels if not x.isdigit())
                 raise PipelineError(f"{shown}:1: label {bad!r} is not a number")
@@ -136,4 +135,3 @@ def read_ebm_nlp(path: Path, spec: TaskSpec, *, name: str, selector: str | None 
             tags.append(check_label(tag, spec, f"{name}/documents/{pmid}.tokens"))
         records.append({"id": pmid, "tokens": words, "tags": tags})
     return records
-

@@ -43,16 +43,18 @@ def read_hoc_corpus(path: Path, spec: TaskSpec, *, name: str, selector: str | No
         segments = read_text(label_file, shown).split("\n", 1)[0].split("<")[1:]
         if len(segments) < len(sentences):
             raise PipelineError(
-                f"{shown}:1: {len(segments)} label segments for the {len(sentences)} sentences of "
-                f"text/{text_file.name}"
+                f"{shown}:1: {len(segments)} label segments for the {len(sentences)} sentences of text/{text_file.name}"
             )
         labels: set[str] = set()
         for segment in segments[: len(sentences)]:
             labels |= _hallmarks(segment, spec, f"{shown}:1")
-        records.append({
-            "id": text_file.stem, "text": " ".join(s for s in sentences if s),
-            "labels": sorted(labels, key=lambda x: (order.get(x, len(order)), x)),
-        })
+        records.append(
+            {
+                "id": text_file.stem,
+                "text": " ".join(s for s in sentences if s),
+                "labels": sorted(labels, key=lambda x: (order.get(x, len(order)), x)),
+            }
+        )
     if not records:
         raise PipelineError(f"{name}/text: no <PMID>.txt abstracts found")
     return records
@@ -95,15 +97,19 @@ def read_ddi_xml(path: Path, spec: TaskSpec, *, name: str, selector: str | None 
                     raise PipelineError(f"{where} names an entity the sentence does not have")
                 kind = pair.get("type") if pair.get("ddi") == "true" else "false"
                 if not kind:
-                    raise PipelineError(f"{where}: ddi=\"true\" but no type")
+                    raise PipelineError(f'{where}: ddi="true" but no type')
                 a, b = sorted((spans[pair.get("e1")], spans[pair.get("e2")]))
                 masked, entities = dummify(
                     text, {"start": a[0], "end": a[1], "type": "drug"}, {"start": b[0], "end": b[1], "type": "drug"}
                 )
-                records.append({
-                    "id": f"{rel}:{pair.get('id')}", "text": masked,
-                    "label": check_label(f"DDI-{kind}", spec, where), "entities": entities,
-                })
+                records.append(
+                    {
+                        "id": f"{rel}:{pair.get('id')}",
+                        "text": masked,
+                        "label": check_label(f"DDI-{kind}", spec, where),
+                        "entities": entities,
+                    }
+                )
     return records
 
 
@@ -120,11 +126,11 @@ def split_sentences(text: str) -> list[str]:
     for part in text.split("\t"):
         start = 0
         for m in _SENTENCE_END.finditer(part):
-            before = part[start:m.start()].split()
+            before = part[start : m.start()].split()
             word = before[-1].lower() if before else ""
             if part[m.start()] == "." and (word in _ABBREVIATIONS or len(word) == 1):
                 continue
-            sentences.append(part[start:m.end()].strip())
+            sentences.append(part[start : m.end()].strip())
             start = m.end()
         sentences.append(part[start:].strip())
     return [s for s in sentences if s]
@@ -182,11 +188,16 @@ def read_chemprot_corpus(path: Path, spec: TaskSpec, *, name: str, selector: str
                 for gene in (e for e in inside if e["type"] == "gene"):
                     first, second = sorted((chem, gene), key=lambda e: e["start"])
                     label = relations.get((pmid, first["id"], second["id"])) or relations.get(
-                        (pmid, second["id"], first["id"]), negative)
+                        (pmid, second["id"], first["id"]), negative
+                    )
                     local = [{**e, "start": e["start"] - begin, "end": e["end"] - begin} for e in (first, second)]
                     masked, spans = dummify(sentence, *local)
-                    records.append({
-                        "id": f"{pmid}.{first['id']}.{second['id']}", "text": masked,
-                        "label": check_label(label, spec, where), "entities": spans,
-                    })
+                    records.append(
+                        {
+                            "id": f"{pmid}.{first['id']}.{second['id']}",
+                            "text": masked,
+                            "label": check_label(label, spec, where),
+                            "entities": spans,
+                        }
+                    )
     return records

@@ -16,7 +16,7 @@ def _words_with_tags(line: str, char_tags: list[str]) -> tuple[list[str], list[s
     """Whitespace words of ``line``; a word takes the tag of its first tagged character."""
     words, tags = [], []
     for m in re.finditer(r"\S+", line):
-        inside = [t for t in char_tags[m.start():m.end()] if t != "O"]
+        inside = [t for t in char_tags[m.start() : m.end()] if t != "O"]
         words.append(m.group(0))
         tags.append(inside[0] if inside else "O")
     return words, tags
@@ -51,15 +51,15 @@ def read_i2b2_xml(path: Path, spec: TaskSpec, *, name: str, selector: str | None
         end = raw.find("]]>", start)
         if start < 0 or end < 0:
             raise PipelineError(f"{shown}:1: no <TEXT><![CDATA[...]]></TEXT> section")
-        text = raw[start + len("<![CDATA["):end]
+        text = raw[start + len("<![CDATA[") : end]
         # The text may hold characters XML forbids; parse the tags with the text cut out.
         try:
-            root = ET.fromstring(raw[:start] + raw[end + 3:])
+            root = ET.fromstring(raw[:start] + raw[end + 3 :])
         except ET.ParseError as exc:
             raise PipelineError(f"{shown}:{exc.position[0]}: not well-formed XML ({exc})") from exc
         char_tags = ["O"] * len(text)
         tags = root.find("TAGS")
-        for tag in (list(tags) if tags is not None else []):
+        for tag in list(tags) if tags is not None else []:
             if element != "*" and tag.tag != element:
                 continue
             kind = (tag.get(attribute) or "").strip()
@@ -79,7 +79,7 @@ def read_i2b2_xml(path: Path, spec: TaskSpec, *, name: str, selector: str | None
                 char_tags[i] = f"I-{kind}"
         offset = 0
         for number, line in enumerate(text.split("\n"), start=1):
-            words, word_tags = _words_with_tags(line, char_tags[offset:offset + len(line)])
+            words, word_tags = _words_with_tags(line, char_tags[offset : offset + len(line)])
             offset += len(line) + 1
             if words:
                 records.append({"id": f"{doc.stem}:{number}", "tokens": words, "tags": _bio(word_tags)})
@@ -196,8 +196,9 @@ def read_i2b2_concepts(path: Path, spec: TaskSpec, *, name: str, selector: str |
                 tags[row - 1][k] = f"I-{kind}"
         for number, (line, spans) in enumerate(zip(doc.lines, words, strict=True), start=1):
             if spans:
-                records.append({"id": f"{stem}:{number}", "tokens": [line[a:b] for a, b in spans],
-                                "tags": tags[number - 1]})
+                records.append(
+                    {"id": f"{stem}:{number}", "tokens": [line[a:b] for a, b in spans], "tags": tags[number - 1]}
+                )
     return records
 
 
@@ -209,9 +210,15 @@ def _can_relate(a: dict, b: dict, all_pairs: bool) -> bool:
     return all_pairs or frozenset({a["type"], b["type"]}) in _RELATION_PAIRS
 
 
-def _relation_labels(doc: _Document, path: Path, shown: str, cons: list[dict],
-                     index: dict[tuple[int, int, int], int], spec: TaskSpec,
-                     all_pairs: bool) -> dict[frozenset[int], list[str]]:
+def _relation_labels(
+    doc: _Document,
+    path: Path,
+    shown: str,
+    cons: list[dict],
+    index: dict[tuple[int, int, int], int],
+    spec: TaskSpec,
+    all_pairs: bool,
+) -> dict[frozenset[int], list[str]]:
     """The annotated relations of a ``.rel`` file: pair of concept numbers -> its labels."""
     labels: dict[frozenset[int], list[str]] = {}
     for where, m in _annotations(path, shown, _RELATION, 'c="..." L:W L:W||r="type"||c="..." L:W L:W'):
@@ -268,8 +275,9 @@ def read_i2b2_relations(path: Path, spec: TaskSpec, *, name: str, selector: str 
                 raise PipelineError(f"{where}: concept type {kind!r} is not problem, test or treatment")
             index.setdefault(key, len(cons))
             cons.append({"line": key[0], "start": key[1], "end": key[2], "type": kind})
-        labels = _relation_labels(doc, relations[stem], _shown(name, path, relations[stem]), cons, index,
-                                  spec, all_pairs)
+        labels = _relation_labels(
+            doc, relations[stem], _shown(name, path, relations[stem]), cons, index, spec, all_pairs
+        )
         for i, a in enumerate(cons):
             for j in range(i + 1, len(cons)):
                 b = cons[j]
@@ -280,9 +288,12 @@ def read_i2b2_relations(path: Path, spec: TaskSpec, *, name: str, selector: str 
                 found = labels.get(frozenset({i, j})) or [check_label(negative, spec, where)]
                 for k, label in enumerate(found, start=1):
                     suffix = f"~{k}" if k > 1 else ""
-                    records.append({
-                        "id": f"{stem}:{a['line']}:{i}-{j}{suffix}", "text": text,
-                        "label": label, "entities": entities,
-                    })
+                    records.append(
+                        {
+                            "id": f"{stem}:{a['line']}:{i}-{j}{suffix}",
+                            "text": text,
+                            "label": label,
+                            "entities": entities,
+                        }
+                    )
     return records
-

@@ -59,11 +59,14 @@ def read_pubmedqa(path: Path, spec: TaskSpec, *, name: str, selector: str | None
         if not isinstance(item["CONTEXTS"], list):
             raise PipelineError(f"{_json_where(path, name, pmid)}: entry {pmid}: CONTEXTS must be a list of passages")
         label = str(item["final_decision"]).strip().lower()
-        records.append({
-            "id": str(pmid), "question": str(item["QUESTION"]).strip(),
-            "context": " ".join(str(c).strip() for c in item["CONTEXTS"]),
-            "label": _json_label(label, spec, path, name, pmid),
-        })
+        records.append(
+            {
+                "id": str(pmid),
+                "question": str(item["QUESTION"]).strip(),
+                "context": " ".join(str(c).strip() for c in item["CONTEXTS"]),
+                "label": _json_label(label, spec, path, name, pmid),
+            }
+        )
     return records
 
 
@@ -86,10 +89,14 @@ def read_bioasq(path: Path, spec: TaskSpec, *, name: str, selector: str | None =
         answer = answer[0] if isinstance(answer, list) and answer else answer
         label = str(answer).strip().lower()
         context = " ".join(str(s.get("text", "")).strip() for s in q["snippets"] if isinstance(s, dict))
-        records.append({
-            "id": qid, "question": str(q["body"]).strip(), "context": context,
-            "label": _json_label(label, spec, path, name, qid),
-        })
+        records.append(
+            {
+                "id": qid,
+                "question": str(q["body"]).strip(),
+                "context": context,
+                "label": _json_label(label, spec, path, name, qid),
+            }
+        )
     return records
 
 
@@ -102,10 +109,12 @@ def read_mednli(path: Path, spec: TaskSpec, *, name: str, selector: str | None =
         missing = [k for k in ("sentence1", "sentence2", "gold_label") if k not in item]
         if missing:
             raise PipelineError(f"{where}: missing {missing[0]!r}")
-        records.append({
-            "id": str(item.get("pairID", f"{Path(name).stem}-{number}")),
-            "text_a": item["sentence1"], "text_b": item["sentence2"],
-            "label": check_label(str(item["gold_label"]), spec, where),
-        })
+        records.append(
+            {
+                "id": str(item.get("pairID", f"{Path(name).stem}-{number}")),
+                "text_a": item["sentence1"],
+                "text_b": item["sentence2"],
+                "label": check_label(str(item["gold_label"]), spec, where),
+            }
+        )
     return records
-

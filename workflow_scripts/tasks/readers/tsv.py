@@ -42,16 +42,17 @@ def _relation_rows(path: Path, spec: TaskSpec, name: str, quoted: bool) -> list[
         label = label.strip()
         if not text.strip() or not label:
             raise PipelineError(f"{where}: empty sentence or label")
-        entities = [
-            {"start": m.start(), "end": m.end(), "type": m.group(0)[1:-1]}
-            for m in _PLACEHOLDER.finditer(text)
-        ]
+        entities = [{"start": m.start(), "end": m.end(), "type": m.group(0)[1:-1]} for m in _PLACEHOLDER.finditer(text)]
         index = index.strip()
         seen[index] = seen.get(index, 0) + 1
-        records.append({
-            "id": index if seen[index] == 1 else f"{index}~{seen[index]}", "text": text,
-            "label": check_label(label, spec, where), "entities": entities,
-        })
+        records.append(
+            {
+                "id": index if seen[index] == 1 else f"{index}~{seen[index]}",
+                "text": text,
+                "label": check_label(label, spec, where),
+                "entities": entities,
+            }
+        )
     return records
 
 
@@ -102,8 +103,11 @@ def read_hoc(path: Path, spec: TaskSpec, *, name: str, selector: str | None = No
         doc["labels"] |= labels
     order = {label: i for i, label in enumerate(spec.labels)}
     return [
-        {"id": doc_id, "text": " ".join(d["sentences"]),
-         "labels": sorted(d["labels"], key=lambda x: (order.get(x, len(order)), x))}
+        {
+            "id": doc_id,
+            "text": " ".join(d["sentences"]),
+            "labels": sorted(d["labels"], key=lambda x: (order.get(x, len(order)), x)),
+        }
         for doc_id, d in docs.items()
     ]
 
@@ -130,11 +134,14 @@ def read_biosses(path: Path, spec: TaskSpec, *, name: str, selector: str | None 
         except ValueError:
             raise PipelineError(f"{where}: score {parts[columns['score']]!r} is not a number") from None
         index = parts[columns["index"]].strip() if "index" in columns else f"{stem}-{number}"
-        records.append({
-            "id": index, "text_a": parts[columns["sentence1"]].strip(),
-            "text_b": parts[columns["sentence2"]].strip(), "score": score,
-        })
+        records.append(
+            {
+                "id": index,
+                "text_a": parts[columns["sentence1"]].strip(),
+                "text_b": parts[columns["sentence2"]].strip(),
+                "score": score,
+            }
+        )
     if columns is None:
         raise PipelineError(f"{name}:1: empty file; expected a header with sentence1, sentence2 and score")
     return records
-
