@@ -49,6 +49,18 @@ _TEX_ESCAPES = {
 DisplayCell = tuple[str, str]
 
 
+CSV_DIGITS = 4
+
+
+def csv_number(value: float | None) -> float | None:
+    """A value as the CSV files hold it: rounded to CSV_DIGITS decimals."""
+    return None if value is None else round(value, CSV_DIGITS)
+
+
+def csv_percent(fraction: float | None) -> float | None:
+    return None if fraction is None else csv_number(100.0 * fraction)
+
+
 def _half_up(value: float, digits: int) -> Decimal:
     # Round half away from zero on the shortest decimal form, as tables are read: 81.65 -> 81.7.
     return Decimal(repr(round(value, 9))).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)

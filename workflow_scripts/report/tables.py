@@ -25,15 +25,16 @@ from ..cli import run
 from ..tasks.metrics import LABELS
 from ..typed import to_dict
 from . import render
-from .aggregate import Cell, SummaryRow, blurb_scores, build_cells, compare, lewis_groups, missing_runs, primary_view
+from .aggregate import Cell, SummaryRow, blurb_scores, build_cells, lewis_groups, missing_runs, primary_view
 from .groups import GROUPS
 from .metrics import RunResult, load_runs
+from .missing import missing_report
 from .reference import BLURB_SCORE_ROW, BLURB_TASKS, LEWIS_TASKS, ReferenceTable, read_reference
 from .render import INCOMPLETE, NO_VALUE, RESTRICTED
 from .settings import ReportSettings, RunEntry, load, parse_args
+from .spread import comparisons_csv, spread_csv
 
 log = logging.getLogger(__name__)
-CSV_DIGITS = 4
 
 
 @dataclass
@@ -42,14 +43,6 @@ class Built:
     results: list[RunResult]
     missing: list[RunEntry]
     cells: dict[tuple[str, str, str], Cell]
-
-
-def _r(value: float | None) -> float | None:
-    return None if value is None else round(value, CSV_DIGITS)
-
-
-def _pct(fraction: float | None) -> float | None:
-    return None if fraction is None else _r(100.0 * fraction)
 
 
 def load_references(settings: ReportSettings, root: Path) -> dict[str, ReferenceTable]:
@@ -168,13 +161,13 @@ def medians_table(settings: ReportSettings, cells: dict, groups: dict, out: Path
             "benchmark": c.view,
             "metric": c.metric,
             "statistic": c.statistic,
-            "value": _r(c.value),
+            "value": render.csv_number(c.value),
             "n": c.n,
             "expected_n": c.expected,
             "status": c.status,
             "published": c.published,
             "published_source": c.published_source,
-            "difference": _r(c.difference),
+            "difference": render.csv_number(c.difference),
             "restricted": c.restricted,
             "note": c.note,
         }
@@ -254,10 +247,10 @@ def summary_table(
                     label: name,
                     "metric": c.metric,
                     "statistic": stat,
-                    "value": _r(c.value),
+                    "value": render.csv_number(c.value),
                     "published": c.published,
                     "published_source": column or "",
-                    "difference": _r(c.difference),
+                    "difference": render.csv_number(c.difference),
                     "members": name,
                     "missing": "" if c.value is not None else name,
                     "restricted": c.restricted,
@@ -272,10 +265,10 @@ def summary_table(
                     label: name,
                     "metric": "",
                     "statistic": stat,
-                    "value": _r(row.ours.value),
-                    "published": _r(row.published.value) if row.published else None,
+                    "value": render.csv_number(row.ours.value),
+                    "published": render.csv_number(row.published.value) if row.published else None,
                     "published_source": column or "",
-                    "difference": _r(row.difference),
+                    "difference": render.csv_number(row.difference),
                     "members": ";".join(row.ours.members),
                     "missing": ";".join(row.ours.missing),
                     "restricted": row.restricted,
@@ -300,147 +293,6 @@ def summary_table(
     notes = _published_note(settings, bench)
     notes += _folds_note(settings, [n for n, t in settings.tasks.items() if bench in t.benchmarks])
     return render.write_table(out, stem, header, rows, title, header_row, display, notes)
-
-
-def spread_csv(settings: ReportSettings, cells: dict, out: Path) -> Path:
-    agg = settings.aggregation
-    header = [
-        "model",
-        "task",
-        "benchmark",
-        "metric",
-        "statistic",
-        "value",
-        "mean",
-        "std",
-        "min",
-        "max",
-        "n",
-        "expected_n",
-        "ci_low",
-        "ci_high",
-        "confidence",
-        "bootstrap_samples",
-        "precision",
-        "recall",
-        "status",
-        "restricted",
-    ]
-    rows = []
-    for c in cells.values():
-        s = c.summary
-        rows.append(
-            {
-                "model": c.model,
-                "task": c.task,
-                "benchmark": c.view,
-                "metric": c.metric,
-                "statistic": c.statistic,
-                "value": _r(c.value),
-                "mean": _pct(s.mean if s else None),
-                "std": _pct(s.std if s else None),
-                "min": _pct(s.min if s else None),
-                "max": _pct(s.max if s else None),
-                "n": c.n,
-                "expected_n": c.expected,
-                "ci_low": _pct(c.ci[0] if c.ci else None),
-                "ci_high": _pct(c.ci[1] if c.ci else None),
-                "confidence": agg.confidence,
-                "bootstrap_samples": agg.bootstrap_samples,
-                "precision": _pct(c.precision),
-                "recall": _pct(c.recall),
-                "status": c.status,
-                "restricted": c.restricted,
-            }
-        )
-    path = out / "spread.csv"
-    write_text(path, render.csv_text(header, rows))
-    return path
-
-
-def comparisons_csv(settings: ReportSettings, cells: dict, out: Path) -> Path:
-    agg = settings.aggregation
-    header = [
-        "task",
-        "benchmark",
-        "metric",
-        "model_a",
-        "model_b",
-        "statistic",
-        "value_a",
-        "value_b",
-        "difference",
-        "n_pairs",
-        "mean_paired_difference",
-        "ci_low",
-        "ci_high",
-        "confidence",
-        "p_sign_flip",
-        "wins_a",
-        "wins_b",
-        "beyond_noise",
-        "note",
-    ]
-    rows = []
-    for c in compare(settings, cells):
-        p = c.paired
-        diff = None if c.cell_a.value is None or c.cell_b.value is None else c.cell_a.value - c.cell_b.value
-        rows.append(
-            {
-                "task": c.task,
-                "benchmark": c.view,
-                "metric": c.cell_a.metric,
-                "model_a": c.model_a,
-                "model_b": c.model_b,
-                "statistic": c.cell_a.statistic,
-                "value_a": _r(c.cell_a.value),
-                "value_b": _r(c.cell_b.value),
-                "difference": _r(diff),
-                "n_pairs": c.n_pairs,
-                "mean_paired_difference": _r(100 * p.mean_diff) if p else None,
-                "ci_low": _r(100 * p.ci_low) if p else None,
-                "ci_high": _r(100 * p.ci_high) if p else None,
-                "confidence": agg.confidence,
-                "p_sign_flip": _r(p.p_sign_flip) if p else None,
-                "wins_a": p.wins if p else None,
-                "wins_b": p.losses if p else None,
-                "beyond_noise": p.beyond_noise if p else None,
-                "note": c.note,
-            }
-        )
-    path = out / "comparisons.csv"
-    write_text(path, render.csv_text(header, rows))
-    return path
-
-
-def missing_report(settings: ReportSettings, missing, cells: dict, groups: dict, blurb: dict) -> str:
-    """Everything that keeps a number out of the tables or rests on fewer runs than configured."""
-    runs = [f"- metrics file missing: {m}" for m in missing_runs(missing)]
-    by_run = {(c.model, c.task): c for c in cells.values()}
-    runs += [f"- {c.model} / {c.task}: {c.note}" for c in by_run.values() if c.status != "ok"]
-    summaries = [
-        f"- {model} {kind} {name}: {row.ours.note}"
-        for kind, table in (("group", groups), ("BLURB", blurb))
-        for model, rows in table.items()
-        for name, row in rows.items()
-        if row.ours.value is None
-    ]
-    for line in runs:
-        log.warning(line[2:])
-    return "\n".join(
-        [
-            "# Missing results",
-            "",
-            "## Runs",
-            "",
-            *(runs or ["Every configured run has a result."]),
-            "",
-            "## Group means and BLURB scores not computed",
-            "",
-            *(summaries or ["Every group mean and BLURB score was computed."]),
-            "",
-        ]
-    )
 
 
 def build(settings: ReportSettings, out: Path, root: Path = Path(".")) -> Built:
