@@ -20,18 +20,23 @@ import re
 import tarfile
 from pathlib import Path
 
-import yaml
-
 import lexicon as lx
+import yaml
 
 SEED = 20240611
 SIZES = {"train": 300, "dev": 80, "test": 100}
 URL_ROOT = "raw_source/tasks"
 HALLMARKS = [
-    "activating invasion and metastasis", "avoiding immune destruction", "cellular energetics",
-    "enabling replicative immortality", "evading growth suppressors",
-    "genomic instability and mutation", "inducing angiogenesis", "resisting cell death",
-    "sustaining proliferative signaling", "tumor promoting inflammation",
+    "activating invasion and metastasis",
+    "avoiding immune destruction",
+    "cellular energetics",
+    "enabling replicative immortality",
+    "evading growth suppressors",
+    "genomic instability and mutation",
+    "inducing angiogenesis",
+    "resisting cell death",
+    "sustaining proliferative signaling",
+    "tumor promoting inflammation",
 ]
 _TOKEN = re.compile(r"\w+(?:[-']\w+)*|[^\w\s]")
 
@@ -46,6 +51,7 @@ def _rng(task: str) -> random.Random:
 
 # --------------------------------------------------------------------------- NER (CoNLL TSV)
 
+
 def _ner_sentence(rng: random.Random) -> list[tuple[str, bool]]:
     """Segments (text, is_disease) of one sentence; chemicals and genes are distractors."""
     d, d2 = rng.sample(lx.DISEASES, 2)
@@ -58,13 +64,17 @@ def _ner_sentence(rng: random.Random) -> list[tuple[str, bool]]:
         [(f"Chronic exposure to {c} induced ", False), (d, True), (f" in {s} .", False)],
         [("The risk of ", False), (d, True), (f" was higher among {pop} .", False)],
         [(f"{c.capitalize()} reduced {g} expression in the {organ} .", False)],
-        [(f"Adverse events included ", False), (d, True), (" and ", False), (d2, True),
-         (f" after {c} therapy .", False)],
+        [
+            ("Adverse events included ", False),
+            (d, True),
+            (" and ", False),
+            (d2, True),
+            (f" after {c} therapy .", False),
+        ],
         [("We studied ", False), (d, True), (f" in {n} {pop} .", False)],
         [(f"Serum {c} levels did not differ between groups .", False)],
         [(f"{g} and {rng.choice(lx.GENES)} regulate survival of {rng.choice(lx.CELLS)} .", False)],
-        [("A history of ", False), (d, True), (" predicted poor response to ", False),
-         (f"{c} .", False)],
+        [("A history of ", False), (d, True), (" predicted poor response to ", False), (f"{c} .", False)],
     ]
     return rng.choice(templates)
 
@@ -86,28 +96,50 @@ def demo_ner() -> dict[str, bytes]:
 
 # --------------------------------------------------------------------------- PICO (EBM-NLP 2.0 layout)
 
+
 def _pico_abstract(rng: random.Random) -> list[tuple[str, str]]:
     pop, interv, outcome = rng.choice(lx.POPULATIONS), rng.choice(lx.INTERVENTIONS), rng.choice(lx.OUTCOMES)
     outcome2 = rng.choice([o for o in lx.OUTCOMES if o != outcome])
     n, weeks = rng.randint(40, 2400), rng.choice([6, 12, 24, 52])
-    first = rng.choice([
-        [(f"We randomly assigned {n} ", "O"), (pop, "PAR"), (" to ", "O"), (interv, "INT"),
-         (" or usual care .", "O")],
-        [("In this trial , ", "O"), (pop, "PAR"), (" received ", "O"), (interv, "INT"),
-         (f" for {weeks} weeks .", "O")],
-        [(f"A total of {n} ", "O"), (pop, "PAR"), (" were enrolled and treated with ", "O"),
-         (interv, "INT"), (" .", "O")],
-    ])
-    second = rng.choice([
-        [("The primary outcome was ", "O"), (outcome, "OUT"), (f" at {weeks} weeks .", "O")],
-        [("We measured ", "O"), (outcome, "OUT"), (" and ", "O"), (outcome2, "OUT"), (" .", "O")],
-        [(interv.capitalize(), "INT"), (" improved ", "O"), (outcome, "OUT"), (" compared with control .", "O")],
-    ])
-    third = rng.choice([
-        [("The study was approved by the ethics committee .", "O")],
-        [(f"Follow-up lasted {weeks} weeks .", "O")],
-        [("Adverse events were rare .", "O")],
-    ])
+    first = rng.choice(
+        [
+            [
+                (f"We randomly assigned {n} ", "O"),
+                (pop, "PAR"),
+                (" to ", "O"),
+                (interv, "INT"),
+                (" or usual care .", "O"),
+            ],
+            [
+                ("In this trial , ", "O"),
+                (pop, "PAR"),
+                (" received ", "O"),
+                (interv, "INT"),
+                (f" for {weeks} weeks .", "O"),
+            ],
+            [
+                (f"A total of {n} ", "O"),
+                (pop, "PAR"),
+                (" were enrolled and treated with ", "O"),
+                (interv, "INT"),
+                (" .", "O"),
+            ],
+        ]
+    )
+    second = rng.choice(
+        [
+            [("The primary outcome was ", "O"), (outcome, "OUT"), (f" at {weeks} weeks .", "O")],
+            [("We measured ", "O"), (outcome, "OUT"), (" and ", "O"), (outcome2, "OUT"), (" .", "O")],
+            [(interv.capitalize(), "INT"), (" improved ", "O"), (outcome, "OUT"), (" compared with control .", "O")],
+        ]
+    )
+    third = rng.choice(
+        [
+            [("The study was approved by the ethics committee .", "O")],
+            [(f"Follow-up lasted {weeks} weeks .", "O")],
+            [("Adverse events were rare .", "O")],
+        ]
+    )
     return first + second + third
 
 
@@ -156,19 +188,28 @@ def demo_pico() -> dict[str, bytes]:
 # --------------------------------------------------------------------------- relation (BLUE TSV)
 
 RE_TEMPLATES = {
-    "CPR:3": ["@CHEMICAL$ {up} the expression of @GENE$ in {cell} .",
-              "Treatment with @CHEMICAL$ {up} @GENE$ activity ."],
-    "CPR:4": ["@CHEMICAL$ {down} the expression of @GENE$ in {cell} .",
-              "@GENE$ activity was {down} by @CHEMICAL$ ."],
-    "CPR:5": ["@CHEMICAL$ is a potent agonist of @GENE$ .",
-              "@CHEMICAL$ activated @GENE$ receptors as a full agonist ."],
-    "CPR:6": ["@CHEMICAL$ acts as an antagonist of @GENE$ .",
-              "@CHEMICAL$ blocked @GENE$ signalling as a competitive antagonist ."],
-    "CPR:9": ["@CHEMICAL$ is metabolised by @GENE$ in the {organ} .",
-              "@GENE$ converts @CHEMICAL$ into an inactive metabolite ."],
-    "false": ["@CHEMICAL$ was given to patients whose @GENE$ status was unknown .",
-              "Levels of @GENE$ were measured before @CHEMICAL$ was started .",
-              "@CHEMICAL$ and @GENE$ were both reported in the {organ} of {species} ."],
+    "CPR:3": [
+        "@CHEMICAL$ {up} the expression of @GENE$ in {cell} .",
+        "Treatment with @CHEMICAL$ {up} @GENE$ activity .",
+    ],
+    "CPR:4": ["@CHEMICAL$ {down} the expression of @GENE$ in {cell} .", "@GENE$ activity was {down} by @CHEMICAL$ ."],
+    "CPR:5": [
+        "@CHEMICAL$ is a potent agonist of @GENE$ .",
+        "@CHEMICAL$ activated @GENE$ receptors as a full agonist .",
+    ],
+    "CPR:6": [
+        "@CHEMICAL$ acts as an antagonist of @GENE$ .",
+        "@CHEMICAL$ blocked @GENE$ signalling as a competitive antagonist .",
+    ],
+    "CPR:9": [
+        "@CHEMICAL$ is metabolised by @GENE$ in the {organ} .",
+        "@GENE$ converts @CHEMICAL$ into an inactive metabolite .",
+    ],
+    "false": [
+        "@CHEMICAL$ was given to patients whose @GENE$ status was unknown .",
+        "Levels of @GENE$ were measured before @CHEMICAL$ was started .",
+        "@CHEMICAL$ and @GENE$ were both reported in the {organ} of {species} .",
+    ],
 }
 RE_LABELS = ["CPR:3", "CPR:4", "CPR:5", "CPR:6", "CPR:9", "false"]
 
@@ -184,8 +225,11 @@ def demo_re() -> dict[str, bytes]:
             pmid += 1
             label = rng.choices(RE_LABELS, weights)[0]
             text = rng.choice(RE_TEMPLATES[label]).format(
-                up=rng.choice(lx.VERBS_INCREASE), down=rng.choice(lx.VERBS_DECREASE),
-                cell=rng.choice(lx.CELLS), organ=rng.choice(lx.ORGANS), species=rng.choice(lx.SPECIES),
+                up=rng.choice(lx.VERBS_INCREASE),
+                down=rng.choice(lx.VERBS_DECREASE),
+                cell=rng.choice(lx.CELLS),
+                organ=rng.choice(lx.ORGANS),
+                species=rng.choice(lx.SPECIES),
             )
             lines.append(f"{pmid}.T1.T2\t{text}\t{label}")
         files[f"{split}.tsv"] = ("\n".join(lines) + "\n").encode()
@@ -194,21 +238,27 @@ def demo_re() -> dict[str, bytes]:
 
 # --------------------------------------------------------------------------- similarity (BIOSSES, BLUE TSV)
 
+
 def _sts_clinical(rng: random.Random, d: str, c: str, g: str) -> str:
-    return rng.choice([
-        f"{c.capitalize()} {rng.choice(lx.VERBS_DECREASE)} {g} expression in patients with {d}.",
-        f"In {d}, treatment with {c} lowered the levels of {g}.",
-        f"{g} levels fell after {c} therapy in {d}.",
-        f"Patients with {d} given {c} showed less {g} activity.",
-    ])
+    return rng.choice(
+        [
+            f"{c.capitalize()} {rng.choice(lx.VERBS_DECREASE)} {g} expression in patients with {d}.",
+            f"In {d}, treatment with {c} lowered the levels of {g}.",
+            f"{g} levels fell after {c} therapy in {d}.",
+            f"Patients with {d} given {c} showed less {g} activity.",
+        ]
+    )
 
 
 def _sts_basic_science(rng: random.Random) -> str:
-    return rng.choice([
-        f"{rng.choice(lx.CELLS).capitalize()} from {rng.choice(lx.SPECIES)} were cultured for {rng.randint(2, 9)} days.",
-        f"The {rng.choice(lx.ORGANS)} of {rng.choice(lx.SPECIES)} was imaged by electron microscopy.",
-        f"Genome sequencing of {rng.choice(lx.SPECIES)} revealed {rng.randint(3, 90)} new loci.",
-    ])
+    return rng.choice(
+        [
+            f"{rng.choice(lx.CELLS).capitalize()} from {rng.choice(lx.SPECIES)} were "
+            f"cultured for {rng.randint(2, 9)} days.",
+            f"The {rng.choice(lx.ORGANS)} of {rng.choice(lx.SPECIES)} was imaged by electron microscopy.",
+            f"Genome sequencing of {rng.choice(lx.SPECIES)} revealed {rng.randint(3, 90)} new loci.",
+        ]
+    )
 
 
 def demo_sts() -> dict[str, bytes]:
@@ -273,9 +323,14 @@ def demo_hoc() -> dict[str, bytes]:
             sentences = [(rng.choice(HOC_NEUTRAL), None)] + [(HOC_TRIGGERS[h], h) for h in hallmarks]
             rng.shuffle(sentences)
             for s_no, (template, hallmark) in enumerate(sentences):
-                text = template.format(g=rng.choice(lx.GENES), c=rng.choice(lx.CHEMICALS),
-                                       d=rng.choice(lx.DISEASES), n=rng.randint(10, 500),
-                                       o=rng.choice(lx.ORGANS), s=rng.choice(lx.SPECIES))
+                text = template.format(
+                    g=rng.choice(lx.GENES),
+                    c=rng.choice(lx.CHEMICALS),
+                    d=rng.choice(lx.DISEASES),
+                    n=rng.randint(10, 500),
+                    o=rng.choice(lx.ORGANS),
+                    s=rng.choice(lx.SPECIES),
+                )
                 flags = ",".join(f"{k}_{int(HALLMARKS[k] == hallmark)}" for k in range(len(HALLMARKS)))
                 lines.append(f"{flags}\t{text}\t{doc}_s{s_no}")
         files[f"{split}.tsv"] = ("\n".join(lines) + "\n").encode()
@@ -283,6 +338,7 @@ def demo_hoc() -> dict[str, bytes]:
 
 
 # --------------------------------------------------------------------------- QA (PubMedQA JSON)
+
 
 def demo_pubmedqa() -> dict[str, bytes]:
     rng = _rng("pubmedqa")
@@ -297,7 +353,8 @@ def demo_pubmedqa() -> dict[str, bytes]:
             finding = {
                 "yes": f"{interv.capitalize()} significantly improved {outcome} compared with control (P < 0.01).",
                 "no": f"{interv.capitalize()} had no effect on {outcome}; the groups did not differ.",
-                "maybe": f"{interv.capitalize()} showed a trend towards better {outcome}, but the evidence was inconclusive.",
+                "maybe": f"{interv.capitalize()} showed a trend towards better {outcome}, but the "
+                "evidence was inconclusive.",
             }[label]
             contexts = [
                 f"We enrolled {rng.randint(40, 900)} {pop} in a randomised trial.",
@@ -320,6 +377,7 @@ def demo_pubmedqa() -> dict[str, bytes]:
 
 # --------------------------------------------------------------------------- NLI (MedNLI JSONL)
 
+
 def demo_nli() -> dict[str, bytes]:
     rng = _rng("nli")
     files = {}
@@ -331,84 +389,179 @@ def demo_nli() -> dict[str, bytes]:
             pair += 1
             d, c = rng.choice(lx.DISEASES), rng.choice(lx.CHEMICALS)
             other = rng.choice([x for x in lx.DISEASES if x != d])
-            premise = rng.choice([
-                f"Patient has a history of {d} treated with {c}.",
-                f"He was admitted with an exacerbation of {d} and started on {c}.",
-                f"Known {d}, currently on {c} at home.",
-            ])
+            premise = rng.choice(
+                [
+                    f"Patient has a history of {d} treated with {c}.",
+                    f"He was admitted with an exacerbation of {d} and started on {c}.",
+                    f"Known {d}, currently on {c} at home.",
+                ]
+            )
             label = rng.choice(["entailment", "contradiction", "neutral"])
             hypothesis = {
                 "entailment": rng.choice([f"The patient has {d}.", f"Patient is taking {c}."]),
                 "contradiction": rng.choice([f"The patient has never had {d}.", f"Patient denies any {d}."]),
                 "neutral": rng.choice([f"The patient also has {other}.", f"Patient's {d} started in childhood."]),
             }[label]
-            lines.append(json.dumps({
-                "sentence1": premise, "sentence2": hypothesis, "gold_label": label,
-                "pairID": f"demo-{pair}",
-            }))
+            lines.append(
+                json.dumps(
+                    {
+                        "sentence1": premise,
+                        "sentence2": hypothesis,
+                        "gold_label": label,
+                        "pairID": f"demo-{pair}",
+                    }
+                )
+            )
         files[names[split]] = ("\n".join(lines) + "\n").encode()
     return files
 
 
 # --------------------------------------------------------------------------- registry entries
 
+
 def _entry(name, display, type_, domain, fmt, files, splits, metric, labels, **extra):
     # The demo tasks stand in for both benchmarks so the demo computes group means and a
     # BLURB-style score; BLURB has no NLI task.
     benchmarks = ["lewis"] if type_ == "nli" else ["lewis", "blurb"]
     return {
-        "name": name, "display": display, "type": type_, "domain": domain, "format": fmt,
+        "name": name,
+        "display": display,
+        "type": type_,
+        "domain": domain,
+        "format": fmt,
         "benchmarks": benchmarks,
-        "source": {"files": {f: {"url": f"{URL_ROOT}/{name}/{f}", "sha256": hashlib.sha256(data).hexdigest()}
-                             for f, data in sorted(files.items())}},
-        "splits": splits, "metric": metric, "labels": labels, **extra,
+        "source": {
+            "files": {
+                f: {"url": f"{URL_ROOT}/{name}/{f}", "sha256": hashlib.sha256(data).hexdigest()}
+                for f, data in sorted(files.items())
+            }
+        },
+        "splits": splits,
+        "metric": metric,
+        "labels": labels,
+        **extra,
     }
 
 
 def generate() -> tuple[dict[str, bytes], dict]:
     """All demo task files (path under the output folder -> bytes) and their registry entries."""
     tasks = {
-        "demo-ner": demo_ner(), "demo-pico": demo_pico(), "demo-re": demo_re(), "demo-sts": demo_sts(),
-        "demo-hoc": demo_hoc(), "demo-pubmedqa": demo_pubmedqa(), "demo-nli": demo_nli(),
+        "demo-ner": demo_ner(),
+        "demo-pico": demo_pico(),
+        "demo-re": demo_re(),
+        "demo-sts": demo_sts(),
+        "demo-hoc": demo_hoc(),
+        "demo-pubmedqa": demo_pubmedqa(),
+        "demo-nli": demo_nli(),
     }
     # Sized for a 2-layer, hidden-64 model on CPU: a few epochs at a high learning rate.
     small = {"batch_size": 16, "lr": 1.0e-3, "epochs": 5, "eval_every": 0, "patience": 0}
     counts = {s: SIZES[s] for s in SIZES}
     specs = {
         "demo-ner": _entry(
-            "demo-ner", "Demo NER", "ner", "pubmed", "conll", tasks["demo-ner"],
-            {"train": "train.tsv", "dev": "devel.tsv", "test": "test.tsv"}, "entity_f1",
-            ["O", "B-Disease", "I-Disease"], max_length=64, expected_counts=counts, finetune=small),
+            "demo-ner",
+            "Demo NER",
+            "ner",
+            "pubmed",
+            "conll",
+            tasks["demo-ner"],
+            {"train": "train.tsv", "dev": "devel.tsv", "test": "test.tsv"},
+            "entity_f1",
+            ["O", "B-Disease", "I-Disease"],
+            max_length=64,
+            expected_counts=counts,
+            finetune=small,
+        ),
         "demo-pico": _entry(
-            "demo-pico", "Demo PICO", "pico", "pubmed", "ebm_nlp", tasks["demo-pico"],
-            {"train": "ebm_nlp_demo.tar.gz/ebm_nlp_demo#train",
-             "dev": f"holdout:{SIZES['dev']}:ebm_nlp_demo.tar.gz/ebm_nlp_demo#train",
-             "test": "ebm_nlp_demo.tar.gz/ebm_nlp_demo#test/gold"},
-            "word_macro_f1", ["O", "PAR", "INT", "OUT"], negative_label="O", max_length=96,
-            expected_counts=counts, finetune=small),
+            "demo-pico",
+            "Demo PICO",
+            "pico",
+            "pubmed",
+            "ebm_nlp",
+            tasks["demo-pico"],
+            {
+                "train": "ebm_nlp_demo.tar.gz/ebm_nlp_demo#train",
+                "dev": f"holdout:{SIZES['dev']}:ebm_nlp_demo.tar.gz/ebm_nlp_demo#train",
+                "test": "ebm_nlp_demo.tar.gz/ebm_nlp_demo#test/gold",
+            },
+            "word_macro_f1",
+            ["O", "PAR", "INT", "OUT"],
+            negative_label="O",
+            max_length=96,
+            expected_counts=counts,
+            finetune=small,
+        ),
         "demo-re": _entry(
-            "demo-re", "Demo RE", "relation", "pubmed", "blue_tsv", tasks["demo-re"],
-            {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"}, "micro_f1_excl_negative",
-            RE_LABELS, negative_label="false", max_length=64, expected_counts=counts,
-            finetune={**small, "epochs": 8}),
+            "demo-re",
+            "Demo RE",
+            "relation",
+            "pubmed",
+            "blue_tsv",
+            tasks["demo-re"],
+            {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
+            "micro_f1_excl_negative",
+            RE_LABELS,
+            negative_label="false",
+            max_length=64,
+            expected_counts=counts,
+            finetune={**small, "epochs": 8},
+        ),
         "demo-sts": _entry(
-            "demo-sts", "Demo STS", "similarity", "pubmed", "biosses", tasks["demo-sts"],
-            {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"}, "pearson", [],
-            max_length=96, expected_counts=counts, finetune=small),
+            "demo-sts",
+            "Demo STS",
+            "similarity",
+            "pubmed",
+            "biosses",
+            tasks["demo-sts"],
+            {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
+            "pearson",
+            [],
+            max_length=96,
+            expected_counts=counts,
+            finetune=small,
+        ),
         "demo-hoc": _entry(
-            "demo-hoc", "Demo HoC", "doc_classification", "pubmed", "hoc", tasks["demo-hoc"],
+            "demo-hoc",
+            "Demo HoC",
+            "doc_classification",
+            "pubmed",
+            "hoc",
+            tasks["demo-hoc"],
             {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
             {"lewis": "example_f1", "blurb": "label_micro_f1"},
-            HALLMARKS, max_length=128, expected_counts=counts, finetune={**small, "epochs": 10, "lr": 2.0e-3}),
+            HALLMARKS,
+            max_length=128,
+            expected_counts=counts,
+            finetune={**small, "epochs": 10, "lr": 2.0e-3},
+        ),
         "demo-pubmedqa": _entry(
-            "demo-pubmedqa", "Demo PubMedQA", "qa", "pubmed", "pubmedqa", tasks["demo-pubmedqa"],
+            "demo-pubmedqa",
+            "Demo PubMedQA",
+            "qa",
+            "pubmed",
+            "pubmedqa",
+            tasks["demo-pubmedqa"],
             {"train": "pqal_train_set.json", "dev": "pqal_dev_set.json", "test": "pqal_test_set.json"},
-            "accuracy", ["yes", "no", "maybe"], max_length=96, expected_counts=counts, finetune=small),
+            "accuracy",
+            ["yes", "no", "maybe"],
+            max_length=96,
+            expected_counts=counts,
+            finetune=small,
+        ),
         "demo-nli": _entry(
-            "demo-nli", "Demo MedNLI", "nli", "clinical", "mednli", tasks["demo-nli"],
+            "demo-nli",
+            "Demo MedNLI",
+            "nli",
+            "clinical",
+            "mednli",
+            tasks["demo-nli"],
             {"train": "mli_train_v1.jsonl", "dev": "mli_dev_v1.jsonl", "test": "mli_test_v1.jsonl"},
-            "accuracy", ["entailment", "contradiction", "neutral"], max_length=64,
-            expected_counts=counts, finetune=small),
+            "accuracy",
+            ["entailment", "contradiction", "neutral"],
+            max_length=64,
+            expected_counts=counts,
+            finetune=small,
+        ),
     }
     files = {f"{task}/{name}": data for task, fs in tasks.items() for name, data in fs.items()}
     return files, specs

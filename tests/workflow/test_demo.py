@@ -8,8 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-
-from workflow_harness import ROOT, copy_demo, planned_after, run_demo
+from workflow_harness import copy_demo, planned_after, run_demo
 
 pytestmark = pytest.mark.slow
 
@@ -67,9 +66,15 @@ def test_each_benchmark_table_reads_its_own_metric_and_statistic(demo_run):
         lewis = medians[(medians.model == model) & (medians.task == "demo-hoc")].iloc[0]
         ours = blurb[(blurb.model == model) & (blurb.type == "demo-hoc")].iloc[0]
         assert (lewis.metric, lewis.statistic, ours.metric, ours.statistic) == (
-            "example_f1", "median", "label_micro_f1", "mean")
-        runs = [json.loads(p.read_text())["test"]
-                for p in (demo_run / "results" / "finetune" / model / "demo-hoc").glob("fold~0/seed~*/metrics.json")]
+            "example_f1",
+            "median",
+            "label_micro_f1",
+            "mean",
+        )
+        runs = [
+            json.loads(p.read_text())["test"]
+            for p in (demo_run / "results" / "finetune" / model / "demo-hoc").glob("fold~0/seed~*/metrics.json")
+        ]
         assert lewis.value == pytest.approx(100 * float(pd.Series([r["example_f1"] for r in runs]).median()), abs=1e-3)
         assert ours.value == pytest.approx(100 * float(pd.Series([r["label_micro_f1"] for r in runs]).mean()), abs=1e-3)
         differ.append(lewis.value != ours.value)
@@ -187,9 +192,17 @@ def test_provenance_traces_a_cell_to_raw_files_and_flags_tampering(demo_run):
 
     def audit():
         return subprocess.run(
-            [sys.executable, "-m", "workflow_scripts.provenance", "results/tables/medians.csv",
-             "demo-roberta", "demo-ner"],
-            cwd=demo_run, capture_output=True, text=True,
+            [
+                sys.executable,
+                "-m",
+                "workflow_scripts.provenance",
+                "results/tables/medians.csv",
+                "demo-roberta",
+                "demo-ner",
+            ],
+            cwd=demo_run,
+            capture_output=True,
+            text=True,
         )
 
     result = audit()
