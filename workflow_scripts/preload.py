@@ -47,7 +47,11 @@ def preloads() -> None:
     import seqeval.metrics  # noqa: F401  (with scikit-learn: 1.3 s, for every tagging run)
     import torch
     import transformers  # noqa: F401
-    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoModelForTokenClassification  # noqa: F401
+    from transformers import (  # noqa: F401
+        AutoConfig,
+        AutoModelForSequenceClassification,
+        AutoModelForTokenClassification,
+    )
     from transformers.models.bert import modeling_bert  # noqa: F401
     from transformers.models.roberta import modeling_roberta  # noqa: F401
 

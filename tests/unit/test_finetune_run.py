@@ -571,20 +571,42 @@ def test_a_preloaded_run_writes_what_a_plain_run_writes(tmp_path, bert):
     settings = write_settings(tmp_path / "preloaded.yaml", "ner", FAST)
     bad = write_settings(tmp_path / "bad.yaml", "ner", {"warmup_ratio": 1.5})
     env = {**os.environ, "WORKFLOW_PRELOAD": "1", "TMPDIR": str(tmp_path), "PYTHONPATH": str(Path.cwd())}
-    command = [sys.executable, "-m", "workflow_scripts.preload", "workflow_scripts.finetune.finetune", "--model",
-               str(bert), "--task-dir", str(task_dir), "--seed", "3"]
+    command = [
+        sys.executable,
+        "-m",
+        "workflow_scripts.preload",
+        "workflow_scripts.finetune.finetune",
+        "--model",
+        str(bert),
+        "--task-dir",
+        str(task_dir),
+        "--seed",
+        "3",
+    ]
     try:
         for name in ("first", "second"):
-            proc = subprocess.run([*command, "--settings", str(settings), "--out", str(tmp_path / name)], env=env,
-                                  capture_output=True, text=True, timeout=300)
+            proc = subprocess.run(
+                [*command, "--settings", str(settings), "--out", str(tmp_path / name)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
             assert proc.returncode == 0, proc.stderr
             assert "workflow_scripts.finetune.finetune INFO toy-ner fold 0 seed 3: dev" in proc.stderr
             preloaded = json.loads((tmp_path / name / "metrics.json").read_text())
             for key in ("dev", "test", "best_step", "history"):
                 assert preloaded[key] == plain[key]
-            assert (tmp_path / name / "predictions.jsonl").read_bytes() == (tmp_path / "plain" / "predictions.jsonl").read_bytes()
-        proc = subprocess.run([*command, "--settings", str(bad), "--out", str(tmp_path / "bad")], env=env,
-                              capture_output=True, text=True, timeout=120)
+            assert (tmp_path / name / "predictions.jsonl").read_bytes() == (
+                tmp_path / "plain" / "predictions.jsonl"
+            ).read_bytes()
+        proc = subprocess.run(
+            [*command, "--settings", str(bad), "--out", str(tmp_path / "bad")],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert proc.returncode == 2
         assert proc.stderr.strip().splitlines()[-1] == f"error: {bad}.finetune.warmup_ratio: must be in [0, 1), got 1.5"
     finally:
