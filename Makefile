@@ -1,12 +1,13 @@
 # Two entry points on a fresh machine:
 #   make demo   create .venv, install the workflow and run the embedded demo end to end
 #   make test   create .venv, install the workflow and run every test (lint, dry run, unit, demo)
+# make lint checks the style (ruff, snakefmt, snakemake --lint); make format rewrites the files to pass it.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install demo test dryrun schema clean-demo
+.PHONY: install demo test lint format dryrun schema clean-demo
 
 install: $(VENV)/.installed
 
@@ -24,6 +25,17 @@ demo: install
 
 test: install
 	pytest
+
+lint: install
+	ruff check .
+	ruff format --check .
+	snakefmt --check Snakefile rules
+	snakemake --lint
+
+format: install
+	ruff format .
+	ruff check --fix .
+	snakefmt Snakefile rules
 
 dryrun: install
 	snakemake -n --quiet rules

@@ -5,8 +5,8 @@ templates (demo/generator/lexicon.py), ten sentences (about 115 words) each. Kno
 fractions are planted: exact duplicates (5%: a copy of an earlier document, case and
 spacing changed), near duplicates (5%: a copy with one word replaced, about 0.92 Jaccard
 similarity of 5-word shingles, above the 0.8 threshold) and contaminated documents (1%: one
-of 1,000 test examples, written from a separate sentence pool, inserted whole). Each size runs in its own single-threaded
-subprocess, which streams the documents through the corpus code the build step uses:
+of 1,000 test examples, written from a separate sentence pool, inserted whole). Each size runs
+in its own single-threaded subprocess, which streams the documents through the corpus code the build step uses:
 
 - exact: ``dedup.ExactDedup`` over every document;
 - minhash: ``dedup.MinHasher.signature`` (done by the parse jobs in the workflow) into an
@@ -60,7 +60,7 @@ class Corpus:
         rng = random.Random(seed)
         self.pool = [gen._sentence(rng) for _ in range(POOL)]
         test_pool = [gen._sentence(random.Random(seed + 1)) for _ in range(TEST_EXAMPLES * 3)]
-        self.tests = [" ".join(test_pool[3 * k:3 * k + 3]) for k in range(TEST_EXAMPLES)]
+        self.tests = [" ".join(test_pool[3 * k : 3 * k + 3]) for k in range(TEST_EXAMPLES)]
         self.words = sorted({w for s in self.pool[:2000] for w in s.split() if w.isalpha() and len(w) > 4})
         g = np.random.default_rng(seed)
         self.n = n
@@ -187,18 +187,29 @@ def main() -> None:
     for n in args.sizes:
         t = time.perf_counter()
         try:
-            proc = subprocess.run([sys.executable, __file__, "--child", str(n)], capture_output=True, text=True,
-                                  env=env, timeout=args.timeout, check=True)
+            proc = subprocess.run(
+                [sys.executable, __file__, "--child", str(n)],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=args.timeout,
+                check=True,
+            )
         except subprocess.TimeoutExpired:
             runs.append({"documents": n, "status": f"not finished within {args.timeout:.0f} s"})
             print(f"{n}: not finished within {args.timeout:.0f} s", flush=True)
             continue
-        result = {**json.loads(proc.stdout.strip().splitlines()[-1]),
-                  "total_wall_s": round(time.perf_counter() - t, 1)}
+        result = {**json.loads(proc.stdout.strip().splitlines()[-1]), "total_wall_s": round(time.perf_counter() - t, 1)}
         runs.append(result)
         print(json.dumps(result), flush=True)
-    out = {"benchmark": "corpus_scale", "host": platform.node(), "cpus": os.cpu_count(),
-           "load_average_at_end": os.getloadavg(), "python": platform.python_version(), "runs": runs}
+    out = {
+        "benchmark": "corpus_scale",
+        "host": platform.node(),
+        "cpus": os.cpu_count(),
+        "load_average_at_end": os.getloadavg(),
+        "python": platform.python_version(),
+        "runs": runs,
+    }
     Path(args.out).write_text(json.dumps(out, indent=2) + "\n")
 
 

@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
 
-BARE = '''\
+BARE = """\
 N = config["n"]
 FETCH, PARSE, SETTINGS, CORPUS = N["fetch"], N["parse"], N["settings"], N["corpus"]
 VOCAB, MODEL, TASK, FINETUNE, REPORT = N["vocab"], N["model"], N["task"], N["finetune"], N["report"]
@@ -126,7 +126,7 @@ rule report:
         "out/report/{r}.txt",
     shell:
         "touch {output}"
-'''
+"""
 
 
 def scaled_config(k: int) -> dict:
@@ -151,12 +151,10 @@ def scaled_config(k: int) -> dict:
 
 def measure(args: list[str], cwd: Path, timeout: int) -> dict:
     """One snakemake process under /usr/bin/time: wall and CPU seconds, peak RSS, output."""
-    with tempfile.NamedTemporaryFile("r", suffix=".time") as timing, \
-            tempfile.TemporaryFile("w+") as log:
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as timing, tempfile.TemporaryFile("w+") as log:
         cmd = ["/usr/bin/time", "-f", "%e %U %S %M", "-o", timing.name, SNAKEMAKE, *args]
         try:
-            proc = subprocess.run(cmd, cwd=cwd, env=ENV, stdout=log, stderr=subprocess.STDOUT,
-                                  timeout=timeout)
+            proc = subprocess.run(cmd, cwd=cwd, env=ENV, stdout=log, stderr=subprocess.STDOUT, timeout=timeout)
         except subprocess.TimeoutExpired:
             return {"timed_out": timeout}
         log.seek(0)
@@ -182,9 +180,9 @@ def parse_jobs(output: str) -> list[tuple[str, list[str], list[str]]]:
             current = [m.group(1), [], []]
             jobs.append(current)
         elif current is not None and line.startswith("    input: "):
-            current[1] = [p.strip() for p in line[len("    input: "):].split(",")]
+            current[1] = [p.strip() for p in line[len("    input: ") :].split(",")]
         elif current is not None and line.startswith("    output: "):
-            current[2] = [p.strip() for p in line[len("    output: "):].split(",")]
+            current[2] = [p.strip() for p in line[len("    output: ") :].split(",")]
     return [tuple(j) for j in jobs]
 
 
@@ -266,7 +264,6 @@ def bench_scale(k: int, tmp: Path, timeout: int) -> dict:
     bare_jobs = parse_jobs(bdry.pop("output"))
     row["bare_jobs"] = len(bare_jobs)
     row["bare_dry_run"] = bdry
-
 
     complete(ours, jobs)
     complete(bare, bare_jobs)

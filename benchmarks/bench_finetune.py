@@ -37,9 +37,8 @@ from pathlib import Path
 
 import torch
 import yaml
-from transformers.utils import logging as hf_logging
-
 from bench_pretrain import StepClock, device_name, fill_defaults, release, sync, use_device
+from transformers.utils import logging as hf_logging
 
 ROOT = Path(__file__).resolve().parents[1]
 LABELS = ["false", "CPR:3", "CPR:4", "CPR:5", "CPR:6", "CPR:9"]
@@ -86,41 +85,77 @@ def make_model(directory: Path, rows: list[dict], size: str) -> Path:
     tok.normalizer = normalizers.BertNormalizer(lowercase=True)
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    tok.train_from_iterator((r["text"] for r in rows), trainers.WordPieceTrainer(vocab_size=4000, special_tokens=specials))
-    tok.post_processor = processors.BertProcessing(("[SEP]", tok.token_to_id("[SEP]")), ("[CLS]", tok.token_to_id("[CLS]")))
+    tok.train_from_iterator(
+        (r["text"] for r in rows), trainers.WordPieceTrainer(vocab_size=4000, special_tokens=specials)
+    )
+    tok.post_processor = processors.BertProcessing(
+        ("[SEP]", tok.token_to_id("[SEP]")), ("[CLS]", tok.token_to_id("[CLS]"))
+    )
     tok.decoder = decoders.WordPiece()
-    fast = BertTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
-                             sep_token="[SEP]", mask_token="[MASK]")
+    fast = BertTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+    )
     fast.save_pretrained(directory)
     torch.manual_seed(0)
-    BertForMaskedLM(BertConfig(vocab_size=len(fast), max_position_embeddings=512, **SIZES[size])).save_pretrained(directory)
+    BertForMaskedLM(BertConfig(vocab_size=len(fast), max_position_embeddings=512, **SIZES[size])).save_pretrained(
+        directory
+    )
     return directory
 
 
 def run_ours(model: str, task_dir: Path, work: Path, args) -> dict:
     from workflow_scripts.finetune.finetune import finetune
-    from workflow_scripts.typed import parse
     from workflow_scripts.finetune.settings import FinetuneRunSettings
+    from workflow_scripts.typed import parse
 
     steps = math.ceil(args.examples / 32) * args.epochs
-    settings = parse(FinetuneRunSettings, {
-        "model": {"name": "bench"},
-        "task": {"name": "chemprot-like", "type": "relation", "metric": "micro_f1_excl_negative",
-                 "labels": LABELS, "negative_label": "false"},
-        "finetune": {"lr": 5e-5, "batch_size": 32, "epochs": args.epochs, "eval_every": steps, "max_length": 128,
-                     "num_threads": args.threads, "precision": args.precision, "device": args.device},
-    }, "bench")
+    settings = parse(
+        FinetuneRunSettings,
+        {
+            "model": {"name": "bench"},
+            "task": {
+                "name": "chemprot-like",
+                "type": "relation",
+                "metric": "micro_f1_excl_negative",
+                "labels": LABELS,
+                "negative_label": "false",
+            },
+            "finetune": {
+                "lr": 5e-5,
+                "batch_size": 32,
+                "epochs": args.epochs,
+                "eval_every": steps,
+                "max_length": 128,
+                "num_threads": args.threads,
+                "precision": args.precision,
+                "device": args.device,
+            },
+        },
+        "bench",
+    )
     metrics = finetune(settings, model, task_dir, 0, 1, work / "ours")
-    return {"examples_per_s": metrics["train_examples_per_s"], "steps": metrics["steps"],
-            "runtime_s": metrics["runtime_s"]}
+    return {
+        "examples_per_s": metrics["train_examples_per_s"],
+        "steps": metrics["steps"],
+        "runtime_s": metrics["runtime_s"],
+    }
 
 
 def _encoded(model: str, rows: list[dict], padding: str = "max_length"):
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(model)
-    enc = tokenizer([r["text"] for r in rows], truncation=True, max_length=128,
-                    padding="max_length" if padding == "max_length" else False)
+    enc = tokenizer(
+        [r["text"] for r in rows],
+        truncation=True,
+        max_length=128,
+        padding="max_length" if padding == "max_length" else False,
+    )
     labels = [LABELS.index(r["label"]) for r in rows]
     return tokenizer, enc, labels
 
@@ -143,10 +178,14 @@ def run_padded_loop(model: str, rows: list[dict], args, device: torch.device) ->
     for _ in range(args.epochs):
         order = torch.randperm(len(rows))
         for i in range(0, len(rows), 32):
-            idx = order[i:i + 32]
+            idx = order[i : i + 32]
             with torch.autocast("cuda", dtype=dtype, enabled=device.type == "cuda" and dtype is not None):
-                out = net(input_ids=ids[idx].to(device), attention_mask=mask[idx].to(device),
-                          token_type_ids=types[idx].to(device), labels=y[idx].to(device))
+                out = net(
+                    input_ids=ids[idx].to(device),
+                    attention_mask=mask[idx].to(device),
+                    token_type_ids=types[idx].to(device),
+                    labels=y[idx].to(device),
+                )
             scaler.scale(out.loss).backward()
             scaler.unscale_(optimizer)
             torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)
@@ -168,24 +207,42 @@ def run_trainer(model: str, rows: list[dict], args, work: Path, device: torch.de
     torch.manual_seed(1)
     net = AutoModelForSequenceClassification.from_pretrained(model, num_labels=len(LABELS))
     training = TrainingArguments(
-        output_dir=str(work / "trainer"), per_device_train_batch_size=32, num_train_epochs=args.epochs,
-        learning_rate=5e-5, weight_decay=0.01, warmup_steps=0.1, eval_strategy="no", save_strategy="no",
-        logging_strategy="no", report_to=[], seed=1, dataloader_num_workers=0, disable_tqdm=True,
-        bf16=args.precision == "bf16", fp16=args.precision == "fp16", use_cpu=device.type == "cpu",
+        output_dir=str(work / "trainer"),
+        per_device_train_batch_size=32,
+        num_train_epochs=args.epochs,
+        learning_rate=5e-5,
+        weight_decay=0.01,
+        warmup_steps=0.1,
+        eval_strategy="no",
+        save_strategy="no",
+        logging_strategy="no",
+        report_to=[],
+        seed=1,
+        dataloader_num_workers=0,
+        disable_tqdm=True,
+        bf16=args.precision == "bf16",
+        fp16=args.precision == "fp16",
+        use_cpu=device.type == "cpu",
     )
     steps = math.ceil(len(rows) / 32) * args.epochs
     clock = StepClock((0, steps), device)
     collator = DataCollatorWithPadding(tokenizer) if args.trainer_padding == "dynamic" else None
     result = Trainer(model=net, args=training, train_dataset=data, data_collator=collator, callbacks=[clock]).train()
     seconds = clock.times[steps] - clock.times[0]
-    return {"examples_per_s": round(len(rows) * args.epochs / seconds, 2), "steps": result.global_step,
-            "padding": args.trainer_padding, "torch_threads": torch.get_num_threads()}
+    return {
+        "examples_per_s": round(len(rows) * args.epochs / seconds, 2),
+        "steps": result.global_step,
+        "padding": args.trainer_padding,
+        "torch_threads": torch.get_num_threads(),
+    }
 
 
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    parser.add_argument("--examples", type=int, default=None, help="training examples (default: 1000 on cpu, 18035 on cuda)")
+    parser.add_argument(
+        "--examples", type=int, default=None, help="training examples (default: 1000 on cpu, 18035 on cuda)"
+    )
     parser.add_argument("--size", choices=sorted(SIZES), default=None, help="default: small on cpu, base on cuda")
     parser.add_argument("--model", default=None, help="a checkpoint directory instead of a random BERT")
     parser.add_argument("--epochs", type=int, default=None, help="default: 1 on cpu, 3 on cuda")
@@ -193,16 +250,24 @@ def parse_args(argv=None) -> argparse.Namespace:
     precision = parser.add_mutually_exclusive_group()
     precision.add_argument("--fp16", action="store_true", help="fp16 autocast for every contender (GPU only)")
     precision.add_argument("--bf16", action="store_true", help="bf16 autocast for every contender (GPU only)")
-    parser.add_argument("--trainer-padding", choices=["max_length", "dynamic"], default="max_length",
-                        help="Trainer's inputs: padded to 128 as run_glue's default, or DataCollatorWithPadding")
+    parser.add_argument(
+        "--trainer-padding",
+        choices=["max_length", "dynamic"],
+        default="max_length",
+        help="Trainer's inputs: padded to 128 as run_glue's default, or DataCollatorWithPadding",
+    )
     parser.add_argument("--out", default=None, help="default: benchmarks/results/bench_finetune{,_gpu}.json")
     args = parser.parse_args(argv)
     gpu = args.device == "cuda"
     if (args.fp16 or args.bf16) and not gpu:
         parser.error("--fp16/--bf16 need --device cuda (CPU runs are fp32)")
     args.precision = "fp16" if args.fp16 else "bf16" if args.bf16 else "fp32"
-    defaults = {"examples": 18035 if gpu else 1000, "size": "base" if gpu else "small", "epochs": 3 if gpu else 1,
-                "out": str(ROOT / f"benchmarks/results/bench_finetune{'_gpu' if gpu else ''}.json")}
+    defaults = {
+        "examples": 18035 if gpu else 1000,
+        "size": "base" if gpu else "small",
+        "epochs": 3 if gpu else 1,
+        "out": str(ROOT / f"benchmarks/results/bench_finetune{'_gpu' if gpu else ''}.json"),
+    }
     fill_defaults(args, defaults)
     return args
 
@@ -218,17 +283,24 @@ def main(argv=None) -> None:
         model = args.model or str(make_model(work / "model", rows, args.size))
         write_task(work / "task", rows)
         results = {}
-        for name, run in (("ours", lambda: run_ours(model, work / "task", work, args)),
-                          ("trainer", lambda: run_trainer(model, rows, args, work, device)),
-                          ("padded-loop", lambda: run_padded_loop(model, rows, args, device))):
+        for name, run in (
+            ("ours", lambda: run_ours(model, work / "task", work, args)),
+            ("trainer", lambda: run_trainer(model, rows, args, work, device)),
+            ("padded-loop", lambda: run_padded_loop(model, rows, args, device)),
+        ):
             release(device)
             results[name] = run()
             print(f"{name}: {results[name]['examples_per_s']} examples/s", flush=True)
     record = {
         "task": "ChemProt-shaped relation classification, batch 32, max length 128",
-        "examples": args.examples, "epochs": args.epochs, "model": args.model or f"random BERT {args.size}",
-        "model_size": SIZES.get(args.size) if not args.model else None, "precision": args.precision,
-        "threads": args.threads, "device": device_name(device, args.threads), "torch": str(torch.__version__),
+        "examples": args.examples,
+        "epochs": args.epochs,
+        "model": args.model or f"random BERT {args.size}",
+        "model_size": SIZES.get(args.size) if not args.model else None,
+        "precision": args.precision,
+        "threads": args.threads,
+        "device": device_name(device, args.threads),
+        "torch": str(torch.__version__),
         "results": results,
         "speedup_vs_trainer": round(results["ours"]["examples_per_s"] / results["trainer"]["examples_per_s"], 3),
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

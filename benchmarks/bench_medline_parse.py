@@ -31,8 +31,7 @@ RUNNERS = {
         "n = sum(isinstance(x, Citation) for x in iter_medline(PATH))\n"
     ),
     "pubmed_parser.parse_medline_xml": (
-        "import pubmed_parser\n"
-        "n = sum(1 for _ in pubmed_parser.parse_medline_xml(PATH))\n"
+        "import pubmed_parser\nn = sum(1 for _ in pubmed_parser.parse_medline_xml(PATH))\n"
     ),
 }
 CHILD = """
@@ -58,22 +57,30 @@ def _extras(rng: random.Random, lx) -> tuple[str, str, str]:
     authors = "".join(
         f'<Author ValidYN="Y"><LastName>Name{rng.randint(1, 999)}</LastName><ForeName>A</ForeName>'
         f"<Initials>A</Initials><AffiliationInfo><Affiliation>Department of Medicine, University {i}, "
-        f"City, Country.</Affiliation></AffiliationInfo></Author>" for i in range(rng.randint(3, 9)))
+        f"City, Country.</Affiliation></AffiliationInfo></Author>"
+        for i in range(rng.randint(3, 9))
+    )
     mesh = "".join(
         f'<MeshHeading><DescriptorName UI="D{rng.randint(1, 999999):06d}" MajorTopicYN="N">{d}</DescriptorName>'
         f'<QualifierName UI="Q000{rng.randint(100, 999)}" MajorTopicYN="Y">drug therapy</QualifierName></MeshHeading>'
-        for d in rng.sample(lx.DISEASES, 8))
+        for d in rng.sample(lx.DISEASES, 8)
+    )
     chems = "".join(
         f'<Chemical><RegistryNumber>0</RegistryNumber><NameOfSubstance UI="D{rng.randint(1, 999999):06d}">{c}'
-        "</NameOfSubstance></Chemical>" for c in rng.sample(lx.CHEMICALS, 4))
+        "</NameOfSubstance></Chemical>"
+        for c in rng.sample(lx.CHEMICALS, 4)
+    )
     keywords = "".join(f'<Keyword MajorTopicYN="N">{g}</Keyword>' for g in rng.sample(lx.GENES, 5))
-    citation = (f"<AuthorList CompleteYN=\"Y\">{authors}</AuthorList>",
-                f"<ChemicalList>{chems}</ChemicalList><MeshHeadingList>{mesh}</MeshHeadingList>"
-                f'<KeywordList Owner="NOTNLM">{keywords}</KeywordList>')
+    citation = (
+        f'<AuthorList CompleteYN="Y">{authors}</AuthorList>',
+        f"<ChemicalList>{chems}</ChemicalList><MeshHeadingList>{mesh}</MeshHeadingList>"
+        f'<KeywordList Owner="NOTNLM">{keywords}</KeywordList>',
+    )
     refs = "".join(
         f"<Reference><Citation>Author X. Title {i}. J Demo. 2010;1:1.</Citation><ArticleIdList>"
         f'<ArticleId IdType="pubmed">{rng.randint(1, 39999999)}</ArticleId></ArticleIdList></Reference>'
-        for i in range(20))
+        for i in range(20)
+    )
     return citation[0], citation[1], f"<ReferenceList>{refs}</ReferenceList>"
 
 
@@ -95,8 +102,7 @@ def rare_word(rank: int) -> str:
 def with_rare_words(text: str, rng: random.Random, fraction: float) -> str:
     """Replace ``fraction`` of the words by invented ones drawn from a Zipf-like law (rank
     tail exponent 0.3), so the vocabulary keeps growing with the corpus as real text's does."""
-    return " ".join(rare_word(int(rng.paretovariate(0.3))) if rng.random() < fraction else w
-                    for w in text.split(" "))
+    return " ".join(rare_word(int(rng.paretovariate(0.3))) if rng.random() < fraction else w for w in text.split(" "))
 
 
 def make_file(path: Path, articles: int, seed: int = 7, first_pmid: int = 40000000, rare_words: float = 0.0) -> None:
@@ -111,7 +117,7 @@ def make_file(path: Path, articles: int, seed: int = 7, first_pmid: int = 400000
                 sections = [(label, cat, with_rare_words(text, rng, rare_words)) for label, cat, text in sections]
             xml = gen._citation(first_pmid + i, 1, gen.escape(gen._title(rng)), sections)
             authors, heads, refs = _extras(rng, lx)
-            xml = xml.replace(xml[xml.index("<AuthorList"):xml.index("</AuthorList>") + 13], authors)
+            xml = xml.replace(xml[xml.index("<AuthorList") : xml.index("</AuthorList>") + 13], authors)
             xml = xml.replace("    </MedlineCitation>", f"      {heads}\n    </MedlineCitation>")
             xml = xml.replace("    </PubmedData>", f"      {refs}\n    </PubmedData>")
             fh.write(xml)
@@ -120,11 +126,16 @@ def make_file(path: Path, articles: int, seed: int = 7, first_pmid: int = 400000
 
 def run_one(body: str, path: Path) -> dict:
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", CHILD.format(body=body), str(path)], capture_output=True,
-                         text=True, check=True, env=env)
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD.format(body=body), str(path)], capture_output=True, text=True, check=True, env=env
+    )
     n, seconds, maxrss_kb = out.stdout.split()
-    return {"articles": int(n), "seconds": round(float(seconds), 3),
-            "articles_per_s": round(int(n) / float(seconds), 1), "peak_rss_mb": round(int(maxrss_kb) / 1024, 1)}
+    return {
+        "articles": int(n),
+        "seconds": round(float(seconds), 3),
+        "articles_per_s": round(int(n) / float(seconds), 1),
+        "peak_rss_mb": round(int(maxrss_kb) / 1024, 1),
+    }
 
 
 def main() -> None:
@@ -140,9 +151,13 @@ def main() -> None:
         for _ in range(max(1, args.repeats)):
             for name, body in RUNNERS.items():
                 runs[name].append(run_one(body, path))
-        results = {"file_bytes": path.stat().st_size, "articles": args.articles, "repeats": args.repeats,
-                   "python": sys.version.split()[0],
-                   "parsers": {name: min(r, key=lambda x: x["seconds"]) for name, r in runs.items()}}
+        results = {
+            "file_bytes": path.stat().st_size,
+            "articles": args.articles,
+            "repeats": args.repeats,
+            "python": sys.version.split()[0],
+            "parsers": {name: min(r, key=lambda x: x["seconds"]) for name, r in runs.items()},
+        }
     ours, ref = (results["parsers"][k]["articles_per_s"] for k in RUNNERS)
     results["speedup"] = round(ours / ref, 2)
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -79,22 +79,34 @@ print(json.dumps({"megabytes": mb, "documents": documents, "tokens": tokens, "ru
 
 
 def measure(vocab: Path, corpus: str, threads: int, repeats: int, seq_len: int) -> dict:
-    env = {**os.environ, "RAYON_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads),
-           "TOKENIZERS_PARALLELISM": "true"}
-    out = subprocess.run([sys.executable, "-c", CHILD, str(vocab), corpus, str(seq_len), str(repeats)],
-                         env=env, capture_output=True, text=True, check=True).stdout
+    env = {
+        **os.environ,
+        "RAYON_NUM_THREADS": str(threads),
+        "OMP_NUM_THREADS": str(threads),
+        "TOKENIZERS_PARALLELISM": "true",
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", CHILD, str(vocab), corpus, str(seq_len), str(repeats)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     r = json.loads(out.strip().splitlines()[-1])
     mb = r["megabytes"]
     mid = {k: (statistics.median(c for c, _ in v), statistics.median(w for _, w in v)) for k, v in r["runs"].items()}
     per_core = {k: round(mb / c, 3) for k, (c, _) in mid.items()}
     return {
-        "threads": threads, "megabytes": round(mb, 2), "documents": r["documents"], "tokens": r["tokens"],
+        "threads": threads,
+        "megabytes": round(mb, 2),
+        "documents": r["documents"],
+        "tokens": r["tokens"],
         "plain_tokenizer_batch": {"mb_per_cpu_s": per_core["plain"], "mb_per_wall_s": round(mb / mid["plain"][1], 3)},
         "pack_job": {"mb_per_cpu_s": per_core["pack"], "mb_per_wall_s": round(mb / mid["pack"][1], 3)},
         "ratio_per_core": round(per_core["pack"] / per_core["plain"], 3),
         # the same ratio within each repeat: both contenders ran back to back under the same load
         "ratio_per_core_by_repeat": [
-            round(plain / pack, 3) for (plain, _), (pack, _) in zip(r["runs"]["plain"], r["runs"]["pack"])
+            round(plain / pack, 3) for (plain, _), (pack, _) in zip(r["runs"]["plain"], r["runs"]["pack"], strict=True)
         ],
         "runs_cpu_wall_s": r["runs"],
     }
@@ -113,8 +125,11 @@ def main() -> None:
         work = Path(tmp)
         corpus = synthetic_corpus(work / "corpus", args.megabytes, shard_mb=args.shard_mb)
         result = {
-            "host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version(),
-            "corpus": {k: v for k, v in corpus.items() if k != "path"}, "seq_len": args.seq_len,
+            "host": platform.node(),
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "corpus": {k: v for k, v in corpus.items() if k != "path"},
+            "seq_len": args.seq_len,
             "vocab_training": {name: train(name, [corpus["path"]], work, max(args.threads)) for name in VOCABS},
         }
         result["encode"] = {

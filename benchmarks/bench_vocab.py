@@ -32,11 +32,88 @@ import pyarrow.parquet as pq
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
-SYLLABLES = ["ab", "ac", "al", "am", "an", "ar", "ba", "be", "bi", "ca", "ce", "ci", "co", "da", "de", "di",
-             "do", "el", "en", "er", "es", "fa", "fi", "ga", "ge", "gi", "ha", "he", "hy", "id", "il", "in",
-             "io", "is", "ka", "la", "le", "li", "lo", "ma", "me", "mi", "mo", "na", "ne", "ni", "no", "ol",
-             "om", "on", "or", "os", "pa", "pe", "ph", "pi", "po", "ra", "re", "ri", "ro", "sa", "se", "si",
-             "ta", "te", "ti", "to", "tr", "ul", "um", "un", "ur", "va", "ve", "vi", "xa", "yl", "za", "zo"]
+SYLLABLES = [
+    "ab",
+    "ac",
+    "al",
+    "am",
+    "an",
+    "ar",
+    "ba",
+    "be",
+    "bi",
+    "ca",
+    "ce",
+    "ci",
+    "co",
+    "da",
+    "de",
+    "di",
+    "do",
+    "el",
+    "en",
+    "er",
+    "es",
+    "fa",
+    "fi",
+    "ga",
+    "ge",
+    "gi",
+    "ha",
+    "he",
+    "hy",
+    "id",
+    "il",
+    "in",
+    "io",
+    "is",
+    "ka",
+    "la",
+    "le",
+    "li",
+    "lo",
+    "ma",
+    "me",
+    "mi",
+    "mo",
+    "na",
+    "ne",
+    "ni",
+    "no",
+    "ol",
+    "om",
+    "on",
+    "or",
+    "os",
+    "pa",
+    "pe",
+    "ph",
+    "pi",
+    "po",
+    "ra",
+    "re",
+    "ri",
+    "ro",
+    "sa",
+    "se",
+    "si",
+    "ta",
+    "te",
+    "ti",
+    "to",
+    "tr",
+    "ul",
+    "um",
+    "un",
+    "ur",
+    "va",
+    "ve",
+    "vi",
+    "xa",
+    "yl",
+    "za",
+    "zo",
+]
 VOCABS = {
     "bpe50k": {"algorithm": "bpe", "size": 50265, "family": "roberta", "lowercase": False},
     "wordpiece30k": {"algorithm": "wordpiece", "size": 30522, "family": "bert", "lowercase": True},
@@ -59,7 +136,7 @@ def synthetic_corpus(directory: Path, megabytes: float, seed: int = 0, shard_mb:
         words = [forms[i] for i in nprng.choice(len(forms), size=int(nprng.integers(80, 250)), p=weights)]
         for _ in range(len(words) // 12):
             words.insert(int(nprng.integers(0, len(words))), rng.choice(entities))
-        sentences = [" ".join(words[i:i + 15]).capitalize() + "." for i in range(0, len(words), 15)]
+        sentences = [" ".join(words[i : i + 15]).capitalize() + "." for i in range(0, len(words), 15)]
         return " ".join(sentences)
 
     directory.mkdir(parents=True, exist_ok=True)
@@ -69,8 +146,16 @@ def synthetic_corpus(directory: Path, megabytes: float, seed: int = 0, shard_mb:
         while size < shard_mb * 1e6 and total + size < target:
             texts.append(document())
             size += len(texts[-1].encode())
-        pq.write_table(pa.table({"id": [f"s{shard}-{i}" for i in range(len(texts))], "source": ["synthetic"] * len(texts),
-                                 "text": texts}), directory / f"shard~{shard}.parquet")
+        pq.write_table(
+            pa.table(
+                {
+                    "id": [f"s{shard}-{i}" for i in range(len(texts))],
+                    "source": ["synthetic"] * len(texts),
+                    "text": texts,
+                }
+            ),
+            directory / f"shard~{shard}.parquet",
+        )
         total, docs, shard = total + size, docs + len(texts), shard + 1
     return {"path": str(directory), "bytes": total, "documents": docs, "shards": shard}
 
@@ -78,16 +163,29 @@ def synthetic_corpus(directory: Path, megabytes: float, seed: int = 0, shard_mb:
 def train(name: str, corpora: list[str], work: Path, threads: int) -> dict:
     settings = work / f"{name}.yaml"
     settings.write_text(yaml.safe_dump({"vocab": {"name": name, "train": {**VOCABS[name], "threads": threads}}}))
-    cmd = [sys.executable, "-m", "workflow_scripts.vocab.train_vocab", "--settings", str(settings),
-           "--corpus", *corpora, "--out", str(work / name)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "workflow_scripts.vocab.train_vocab",
+        "--settings",
+        str(settings),
+        "--corpus",
+        *corpora,
+        "--out",
+        str(work / name),
+    ]
     start = time.monotonic()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     _, status, usage = os.wait4(proc.pid, 0)
     seconds = time.monotonic() - start
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{name}: training failed: {proc.stderr.read()[-2000:]}")
-    return {"seconds": round(seconds, 2), "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 2),
-            "peak_rss_mb": round(usage.ru_maxrss / 1024, 1), **VOCABS[name]}
+    return {
+        "seconds": round(seconds, 2),
+        "cpu_seconds": round(usage.ru_utime + usage.ru_stime, 2),
+        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+        **VOCABS[name],
+    }
 
 
 ENCODE_CHILD = r"""
@@ -98,7 +196,8 @@ import pyarrow.parquet as pq
 from workflow_scripts.pack.pack import pack_shard
 vocab, corpora, seq_len = sys.argv[1], sys.argv[2:-1], int(sys.argv[-1])
 tok = AutoTokenizer.from_pretrained(vocab)
-texts = [t for c in corpora for s in sorted(Path(c).glob("shard~*.parquet")) for t in pq.read_table(s, columns=["text"])["text"].to_pylist()]
+shards = [s for c in corpora for s in sorted(Path(c).glob("shard~*.parquet"))]
+texts = [t for s in shards for t in pq.read_table(s, columns=["text"])["text"].to_pylist()]
 mb = sum(len(t.encode()) for t in texts) / 1e6
 t0 = time.process_time()
 for i in range(0, len(texts), 512):
@@ -116,8 +215,13 @@ print(json.dumps({"megabytes": mb, "plain_seconds": plain, "pretrain_pack_second
 
 def encode(vocab: Path, corpora: list[str], threads: int, seq_len: int = 128) -> dict:
     env = {**os.environ, "RAYON_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads)}
-    out = subprocess.run([sys.executable, "-c", ENCODE_CHILD, str(vocab), *corpora, str(seq_len)],
-                         env=env, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", ENCODE_CHILD, str(vocab), *corpora, str(seq_len)],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     r = json.loads(out.strip().splitlines()[-1])
     return {
         "megabytes": round(r["megabytes"], 2),
@@ -139,7 +243,9 @@ def main() -> None:
         corpus = {"paths": args.corpus} if args.corpus else synthetic_corpus(work / "corpus", args.megabytes)
         corpora = args.corpus or [corpus["path"]]
         result = {
-            "host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version(),
+            "host": platform.node(),
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
             "corpus": {k: v for k, v in corpus.items() if k != "path"},
             "train": {name: train(name, corpora, work, args.threads) for name in VOCABS},
         }

@@ -11,8 +11,8 @@ import contextlib
 import errno
 import os
 import shutil
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 
 from .errors import PipelineError
 

@@ -64,9 +64,7 @@ def seal_dir(directory: str | os.PathLike) -> dict[str, str]:
     """Write ``checksums.json`` listing the sha256 of every file under ``directory``."""
     root = Path(directory)
     sums = {
-        str(p.relative_to(root)): sha256_file(p)
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and p.name != MANIFEST
+        str(p.relative_to(root)): sha256_file(p) for p in sorted(root.rglob("*")) if p.is_file() and p.name != MANIFEST
     }
     write_json(root / MANIFEST, sums)
     return sums

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Iterable, Iterator, TypeVar
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
 
 from tqdm import tqdm
 
@@ -48,7 +49,7 @@ class LineProgress:
     def close(self) -> None:
         self._emit()
 
-    def __enter__(self) -> "LineProgress":
+    def __enter__(self) -> LineProgress:
         return self
 
     def __exit__(self, *exc) -> None:

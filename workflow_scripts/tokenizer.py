@@ -37,7 +37,7 @@ class Specials:
     vocab_size: int
 
     @classmethod
-    def of(cls, tokenizer, where: str) -> "Specials":
+    def of(cls, tokenizer, where: str) -> Specials:
         ids = {
             "cls": tokenizer.cls_token_id if tokenizer.cls_token_id is not None else tokenizer.bos_token_id,
             "sep": tokenizer.sep_token_id if tokenizer.sep_token_id is not None else tokenizer.eos_token_id,

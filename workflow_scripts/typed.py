@@ -108,9 +108,7 @@ def parse(cls: type[T], data: Any, where: str) -> T:
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     unknown = sorted(set(data) - set(fields))
     if unknown:
-        raise PipelineError(
-            f"{where}: unknown key {unknown[0]!r} (allowed: {', '.join(sorted(fields))})"
-        )
+        raise PipelineError(f"{where}: unknown key {unknown[0]!r} (allowed: {', '.join(sorted(fields))})")
     kwargs = {}
     for name, f in fields.items():
         key = f"{where}.{name}" if where else name

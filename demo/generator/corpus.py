@@ -36,9 +36,9 @@ UPDATE_NEW = 20
 
 # --------------------------------------------------------------------------- sentences
 
+
 def _sentence(rng: random.Random) -> str:
-    d, c, g, s = (rng.choice(lx.DISEASES), rng.choice(lx.CHEMICALS), rng.choice(lx.GENES),
-                  rng.choice(lx.SPECIES))
+    d, c, g, s = (rng.choice(lx.DISEASES), rng.choice(lx.CHEMICALS), rng.choice(lx.GENES), rng.choice(lx.SPECIES))
     up, down = rng.choice(lx.VERBS_INCREASE), rng.choice(lx.VERBS_DECREASE)
     organ, cell, pop = rng.choice(lx.ORGANS), rng.choice(lx.CELLS), rng.choice(lx.POPULATIONS)
     interv, outcome = rng.choice(lx.INTERVENTIONS), rng.choice(lx.OUTCOMES)
@@ -76,42 +76,59 @@ def _paragraph(rng: random.Random, sentences: int) -> str:
 
 def _title(rng: random.Random) -> str:
     d, c, g = rng.choice(lx.DISEASES), rng.choice(lx.CHEMICALS), rng.choice(lx.GENES)
-    return rng.choice([
-        f"Role of {g} in {d}: a cohort study",
-        f"{c.capitalize()} for {d} in {rng.choice(lx.POPULATIONS)}: a randomised trial",
-        f"{g} expression predicts response to {c} in {d}",
-        f"Effect of {rng.choice(lx.INTERVENTIONS)} on {rng.choice(lx.OUTCOMES)} in {d}",
-        f"{c.capitalize()}-induced {d} in {rng.choice(lx.SPECIES)}",
-    ])
+    return rng.choice(
+        [
+            f"Role of {g} in {d}: a cohort study",
+            f"{c.capitalize()} for {d} in {rng.choice(lx.POPULATIONS)}: a randomised trial",
+            f"{g} expression predicts response to {c} in {d}",
+            f"Effect of {rng.choice(lx.INTERVENTIONS)} on {rng.choice(lx.OUTCOMES)} in {d}",
+            f"{c.capitalize()}-induced {d} in {rng.choice(lx.SPECIES)}",
+        ]
+    )
 
 
 # --------------------------------------------------------------------------- MEDLINE
 
-FRENCH = ("Nous avons étudié les effets de la metformine chez les patients atteints de diabète. "
-          "Les résultats montrent une diminution de la pression artérielle et une amélioration de la "
-          "qualité de vie des patients. Le traitement a été bien toléré et les effets indésirables "
-          "ont été rares dans les deux groupes de l'étude. ") * 4
-GERMAN = ("Wir untersuchten die Wirkung von Aspirin bei Patienten mit Herzinsuffizienz und einer "
-          "Vorgeschichte von Vorhofflimmern. Die Behandlung war sicher und die Sterblichkeit der "
-          "Patienten in der Studie war niedriger als in der Kontrollgruppe. ") * 4
+FRENCH = (
+    "Nous avons étudié les effets de la metformine chez les patients atteints de diabète. "
+    "Les résultats montrent une diminution de la pression artérielle et une amélioration de la "
+    "qualité de vie des patients. Le traitement a été bien toléré et les effets indésirables "
+    "ont été rares dans les deux groupes de l'étude. "
+) * 4
+GERMAN = (
+    "Wir untersuchten die Wirkung von Aspirin bei Patienten mit Herzinsuffizienz und einer "
+    "Vorgeschichte von Vorhofflimmern. Die Behandlung war sicher und die Sterblichkeit der "
+    "Patienten in der Studie war niedriger als in der Kontrollgruppe. "
+) * 4
 
 
 def _nested_markup(rng: random.Random) -> str:
     """Inline markup as MEDLINE carries it, nested two levels in places."""
     g, c = rng.choice(lx.GENES), rng.choice(lx.CHEMICALS)
-    return (f"Expression of <i>{g}</i> rose to 10<sup>4</sup> copies and CO<sub>2</sub> output "
-            f"fell, while <b>{c} (<i>K</i><sub><i>d</i></sub> 3 nM)</b> bound the receptor.")
+    return (
+        f"Expression of <i>{g}</i> rose to 10<sup>4</sup> copies and CO<sub>2</sub> output "
+        f"fell, while <b>{c} (<i>K</i><sub><i>d</i></sub> 3 nM)</b> bound the receptor."
+    )
 
 
 def _mathml() -> str:
-    return (f'The clearance followed <mml:math xmlns:mml="{MATHML_NS}"><mml:mrow><mml:msup>'
-            "<mml:mi>e</mml:mi><mml:mrow><mml:mo>-</mml:mo><mml:mi>k</mml:mi><mml:mi>t</mml:mi>"
-            "</mml:mrow></mml:msup></mml:mrow></mml:math> kinetics in all patients.")
+    return (
+        f'The clearance followed <mml:math xmlns:mml="{MATHML_NS}"><mml:mrow><mml:msup>'
+        "<mml:mi>e</mml:mi><mml:mrow><mml:mo>-</mml:mo><mml:mi>k</mml:mi><mml:mi>t</mml:mi>"
+        "</mml:mrow></mml:msup></mml:mrow></mml:math> kinetics in all patients."
+    )
 
 
-def _citation(pmid: int, version: int, title: str, sections: list[tuple[str | None, str | None, str]],
-              language: str = "eng", pub_types: tuple[str, ...] = ("Journal Article",),
-              status: str = "MEDLINE", year: int = 2019) -> str:
+def _citation(
+    pmid: int,
+    version: int,
+    title: str,
+    sections: list[tuple[str | None, str | None, str]],
+    language: str = "eng",
+    pub_types: tuple[str, ...] = ("Journal Article",),
+    status: str = "MEDLINE",
+    year: int = 2019,
+) -> str:
     """One PubmedArticle element; section texts are already XML (may hold markup)."""
     if sections:
         parts = []
@@ -121,34 +138,38 @@ def _citation(pmid: int, version: int, title: str, sections: list[tuple[str | No
         abstract = "        <Abstract>\n" + "\n".join(parts) + "\n        </Abstract>\n"
     else:
         abstract = ""
-    uis = {"Journal Article": "D016428", "Randomized Controlled Trial": "D016449",
-           "Retracted Publication": "D016441", "Review": "D016454"}
+    uis = {
+        "Journal Article": "D016428",
+        "Randomized Controlled Trial": "D016449",
+        "Retracted Publication": "D016441",
+        "Review": "D016454",
+    }
     ptypes = "\n".join(f'          <PublicationType UI="{uis[p]}">{p}</PublicationType>' for p in pub_types)
     return (
         "  <PubmedArticle>\n"
         f'    <MedlineCitation Status="{status}" Owner="NLM" IndexingMethod="Automated">\n'
         f'      <PMID Version="{version}">{pmid}</PMID>\n'
-        f'      <DateCompleted><Year>{year}</Year><Month>03</Month><Day>14</Day></DateCompleted>\n'
+        f"      <DateCompleted><Year>{year}</Year><Month>03</Month><Day>14</Day></DateCompleted>\n"
         '      <Article PubModel="Print-Electronic">\n'
-        '        <Journal>\n'
+        "        <Journal>\n"
         '          <ISSN IssnType="Electronic">1234-5678</ISSN>\n'
         '          <JournalIssue CitedMedium="Internet"><Volume>12</Volume><Issue>3</Issue>'
-        f'<PubDate><Year>{year}</Year><Month>Mar</Month></PubDate></JournalIssue>\n'
-        '          <Title>Journal of Demonstration Medicine</Title>\n'
-        '          <ISOAbbreviation>J Demo Med</ISOAbbreviation>\n'
-        '        </Journal>\n'
+        f"<PubDate><Year>{year}</Year><Month>Mar</Month></PubDate></JournalIssue>\n"
+        "          <Title>Journal of Demonstration Medicine</Title>\n"
+        "          <ISOAbbreviation>J Demo Med</ISOAbbreviation>\n"
+        "        </Journal>\n"
         f"        <ArticleTitle>{title}</ArticleTitle>\n"
-        '        <Pagination><MedlinePgn>101-110</MedlinePgn></Pagination>\n'
+        "        <Pagination><MedlinePgn>101-110</MedlinePgn></Pagination>\n"
         f"{abstract}"
         '        <AuthorList CompleteYN="Y">\n'
         '          <Author ValidYN="Y"><LastName>Doe</LastName><ForeName>Jane</ForeName>'
-        '<Initials>J</Initials></Author>\n'
-        '        </AuthorList>\n'
+        "<Initials>J</Initials></Author>\n"
+        "        </AuthorList>\n"
         f"        <Language>{language}</Language>\n"
         f"        <PublicationTypeList>\n{ptypes}\n        </PublicationTypeList>\n"
         "      </Article>\n"
-        '      <MedlineJournalInfo><Country>England</Country><MedlineTA>J Demo Med</MedlineTA>'
-        '<NlmUniqueID>9999999</NlmUniqueID></MedlineJournalInfo>\n'
+        "      <MedlineJournalInfo><Country>England</Country><MedlineTA>J Demo Med</MedlineTA>"
+        "<NlmUniqueID>9999999</NlmUniqueID></MedlineJournalInfo>\n"
         "    </MedlineCitation>\n"
         "    <PubmedData>\n"
         "      <PublicationStatus>ppublish</PublicationStatus>\n"
@@ -181,23 +202,23 @@ def medline_files(rng: random.Random) -> dict[str, bytes]:
             sections = _regular_sections(rng, structured=rng.random() < 0.4)
             pub_types: tuple[str, ...] = ("Journal Article",)
             language = "eng"
-            if f == 0 and i == 10:       # nested inline markup (pubmed_parser drops part of it)
+            if f == 0 and i == 10:  # nested inline markup (pubmed_parser drops part of it)
                 sections = [(None, None, escape(_paragraph(rng, 8)) + " " + _nested_markup(rng))]
-            elif f == 0 and i == 11:     # MathML in an abstract
+            elif f == 0 and i == 11:  # MathML in an abstract
                 sections = [(None, None, escape(_paragraph(rng, 8)) + " " + _mathml())]
-            elif f == 0 and i in (20, 21, 22):   # very short abstracts
+            elif f == 0 and i in (20, 21, 22):  # very short abstracts
                 sections = [(None, None, escape(_paragraph(rng, 2)))]
-            elif f == 0 and i == 23:     # citation without an abstract
+            elif f == 0 and i == 23:  # citation without an abstract
                 sections = []
-            elif f == 0 and i == 30:     # non-English article
+            elif f == 0 and i == 30:  # non-English article
                 sections, language = [(None, None, FRENCH.strip())], "fre"
             elif f == 1 and i == 30:
                 sections, language = [(None, None, GERMAN.strip())], "ger"
-            elif f == 0 and i == 40:     # retracted
+            elif f == 0 and i == 40:  # retracted
                 pub_types = ("Journal Article", "Retracted Publication")
-            elif f == 1 and i == 50:     # exact duplicate of an earlier abstract, new PMID
+            elif f == 1 and i == 50:  # exact duplicate of an earlier abstract, new PMID
                 title, sections = kept[5]
-            elif f == 1 and i == 51:     # near duplicate: a few words changed
+            elif f == 1 and i == 51:  # near duplicate: a few words changed
                 title, src = kept[6]
                 words = " ".join(s[2] for s in src).split()
                 words[3], words[-2] = "markedly", "cohorts"
@@ -208,19 +229,36 @@ def medline_files(rng: random.Random) -> dict[str, bytes]:
     last_baseline = pmid
     update: list[str] = []
     # a corrected re-issue of an existing record (same PMID and Version) replaces it
-    update.append(_citation(PMID_BASE + 100, 1, "Corrected title: metformin and HbA1c in adults",
-                            [(None, None, escape(_paragraph(rng, 12)))], status="MEDLINE"))
+    update.append(
+        _citation(
+            PMID_BASE + 100,
+            1,
+            "Corrected title: metformin and HbA1c in adults",
+            [(None, None, escape(_paragraph(rng, 12)))],
+            status="MEDLINE",
+        )
+    )
     # a second version of another record (versioned citation); the highest version wins
-    update.append(_citation(PMID_BASE + 200, 2, "Version 2: TP53 and breast cancer",
-                            [(None, None, escape(_paragraph(rng, 12)))], status="PubMed-not-MEDLINE"))
+    update.append(
+        _citation(
+            PMID_BASE + 200,
+            2,
+            "Version 2: TP53 and breast cancer",
+            [(None, None, escape(_paragraph(rng, 12)))],
+            status="PubMed-not-MEDLINE",
+        )
+    )
     for _ in range(UPDATE_NEW):
         pmid += 1
-        update.append(_citation(pmid, 1, escape(_title(rng)),
-                                _regular_sections(rng, structured=rng.random() < 0.4), year=2025))
+        update.append(
+            _citation(pmid, 1, escape(_title(rng)), _regular_sections(rng, structured=rng.random() < 0.4), year=2025)
+        )
     deletes = (PMID_BASE + 150, PMID_BASE + 450, last_baseline + 3)
-    delete_block = ("  <DeleteCitation>\n"
-                    + "".join(f'    <PMID Version="1">{p}</PMID>\n' for p in deletes)
-                    + "  </DeleteCitation>\n")
+    delete_block = (
+        "  <DeleteCitation>\n"
+        + "".join(f'    <PMID Version="1">{p}</PMID>\n' for p in deletes)
+        + "  </DeleteCitation>\n"
+    )
 
     def wrap(body: str) -> bytes:
         return (MEDLINE_DOCTYPE + "<PubmedArticleSet>\n" + body + "</PubmedArticleSet>\n").encode("utf-8")
@@ -235,10 +273,14 @@ def medline_files(rng: random.Random) -> dict[str, bytes]:
 # --------------------------------------------------------------------------- PMC JATS
 
 LICENCES = {
-    "by": ("https://creativecommons.org/licenses/by/4.0/",
-           "This is an open access article under the CC BY 4.0 license."),
-    "by-nc": ("https://creativecommons.org/licenses/by-nc/4.0/",
-              "This is an open access article under the CC BY-NC 4.0 license."),
+    "by": (
+        "https://creativecommons.org/licenses/by/4.0/",
+        "This is an open access article under the CC BY 4.0 license.",
+    ),
+    "by-nc": (
+        "https://creativecommons.org/licenses/by-nc/4.0/",
+        "This is an open access article under the CC BY-NC 4.0 license.",
+    ),
 }
 PMC_ARTICLES = 20
 
@@ -247,36 +289,46 @@ def _jats_article(rng: random.Random, k: int, licence: str, retracted: bool) -> 
     pmcid, pmid = 8100000 + k, 36000000 + k
     href, lic_text = LICENCES[licence]
     title = escape(_title(rng))
-    related = ('<related-article related-article-type="retraction-forward" ext-link-type="pmc" '
-               f'xlink:href="PMC{pmcid + 500}"/>' if retracted else "")
+    related = (
+        '<related-article related-article-type="retraction-forward" ext-link-type="pmc" '
+        f'xlink:href="PMC{pmcid + 500}"/>'
+        if retracted
+        else ""
+    )
     secs = []
     for name in ("Introduction", "Methods", "Results", "Discussion"):
-        paras = "".join(f"<p>{escape(_paragraph(rng, rng.randint(4, 7)))} "
-                        f'<xref ref-type="bibr" rid="B{rng.randint(1, 3)}">{rng.randint(1, 3)}</xref></p>'
-                        for _ in range(rng.randint(2, 3)))
+        paras = "".join(
+            f"<p>{escape(_paragraph(rng, rng.randint(4, 7)))} "
+            f'<xref ref-type="bibr" rid="B{rng.randint(1, 3)}">{rng.randint(1, 3)}</xref></p>'
+            for _ in range(rng.randint(2, 3))
+        )
         secs.append(f'<sec id="s{name.lower()}"><title>{name}</title>{paras}</sec>')
     secs[2] = secs[2].replace(
         "</sec>",
         '<fig id="F1"><label>Figure 1</label><caption><title>Expression levels.</title>'
-        f"<p>{escape(_sentence(rng))}</p></caption><graphic xlink:href=\"fig1.jpg\"/></fig>"
+        f'<p>{escape(_sentence(rng))}</p></caption><graphic xlink:href="fig1.jpg"/></fig>'
         '<table-wrap id="T1"><label>Table 1</label><caption><p>Baseline characteristics.</p></caption>'
         "<table><thead><tr><th>Group</th><th>n</th></tr></thead>"
         "<tbody><tr><td>Treated</td><td>42</td></tr><tr><td>Control</td><td>40</td></tr></tbody></table>"
         "</table-wrap>"
         '<disp-formula id="E1"><mml:math><mml:mi>y</mml:mi><mml:mo>=</mml:mo><mml:mi>a</mml:mi>'
-        "<mml:mi>x</mml:mi></mml:math></disp-formula></sec>", 1)
+        "<mml:mi>x</mml:mi></mml:math></disp-formula></sec>",
+        1,
+    )
     refs = "".join(
         f'<ref id="B{i}"><element-citation publication-type="journal"><person-group><name>'
         f"<surname>Smith</surname><given-names>A</given-names></name></person-group>"
         f"<article-title>{escape(_title(rng))}</article-title><source>Demo J</source><year>2018</year>"
-        "</element-citation></ref>" for i in (1, 2, 3))
+        "</element-citation></ref>"
+        for i in (1, 2, 3)
+    )
     return (
         '<?xml version="1.0" encoding="UTF-8"?>\n'
         '<!DOCTYPE article PUBLIC "-//NLM//DTD JATS (Z39.96) Journal Archiving and Interchange DTD v1.3 20210610//EN" '
         '"JATS-archivearticle1-3.dtd">\n'
         '<article xmlns:mml="http://www.w3.org/1998/Math/MathML" xmlns:xlink="http://www.w3.org/1999/xlink" '
         'xmlns:ali="http://www.niso.org/schemas/ali/1.0/" article-type="research-article" dtd-version="1.3">\n'
-        "<front><journal-meta><journal-id journal-id-type=\"nlm-ta\">Demo J</journal-id>"
+        '<front><journal-meta><journal-id journal-id-type="nlm-ta">Demo J</journal-id>'
         "<journal-title-group><journal-title>Demo Journal</journal-title></journal-title-group></journal-meta>\n"
         "<article-meta>"
         f'<article-id pub-id-type="pmid">{pmid}</article-id>'
@@ -284,7 +336,7 @@ def _jats_article(rng: random.Random, k: int, licence: str, retracted: bool) -> 
         f'<article-id pub-id-type="doi">10.5555/demo.{k}</article-id>'
         f"<title-group><article-title>{title}</article-title></title-group>"
         '<pub-date pub-type="epub"><year>2021</year></pub-date>'
-        f"<permissions><license xlink:href=\"{href}\"><ali:license_ref>{href}</ali:license_ref>"
+        f'<permissions><license xlink:href="{href}"><ali:license_ref>{href}</ali:license_ref>'
         f"<license-p>{lic_text}</license-p></license></permissions>"
         f"{related}"
         f"<abstract><p>{escape(_paragraph(rng, 5))}</p></abstract>"
@@ -317,55 +369,86 @@ def pmc_filelist() -> bytes:
     for k in range(PMC_ARTICLES):
         lic = "CC BY-NC" if _licence(k) == "by-nc" else "CC BY"
         retracted = "yes" if k in (7, LIST_ONLY_RETRACTED) else "no"
-        lines.append(f"oa_demo/PMC{8100000 + k}.nxml,Demo J. 2021; 12:{k + 1},PMC{8100000 + k},"
-                     f"2024-05-0{1 + k % 9} 10:00:00,{36000000 + k},{lic},{retracted}")
+        lines.append(
+            f"oa_demo/PMC{8100000 + k}.nxml,Demo J. 2021; 12:{k + 1},PMC{8100000 + k},"
+            f"2024-05-0{1 + k % 9} 10:00:00,{36000000 + k},{lic},{retracted}"
+        )
     return ("\n".join(lines) + "\n").encode("utf-8")
 
 
 # --------------------------------------------------------------------------- MIMIC-III
 
-MIMIC_COLUMNS = ["ROW_ID", "SUBJECT_ID", "HADM_ID", "CHARTDATE", "CHARTTIME", "STORETIME",
-                 "CATEGORY", "DESCRIPTION", "CGID", "ISERROR", "TEXT"]
+MIMIC_COLUMNS = [
+    "ROW_ID",
+    "SUBJECT_ID",
+    "HADM_ID",
+    "CHARTDATE",
+    "CHARTTIME",
+    "STORETIME",
+    "CATEGORY",
+    "DESCRIPTION",
+    "CGID",
+    "ISERROR",
+    "TEXT",
+]
 MIMIC_NOTES = 500
-IMPRESSIONS = ["No acute cardiopulmonary process.", "Small left pleural effusion.",
-               "Interval improvement of the right lower lobe opacity."]
+IMPRESSIONS = [
+    "No acute cardiopulmonary process.",
+    "Small left pleural effusion.",
+    "Interval improvement of the right lower lobe opacity.",
+]
 
 
 def _history(rng: random.Random) -> str:
     """Findings present, absent and to be established, each with its own kind of cue."""
     d = rng.sample(lx.DISEASES, 6)
     present, absent, uncertain = (rng.sample(cues, 2) for cues in (lx.CUES_PRESENT, lx.CUES_ABSENT, lx.CUES_UNCERTAIN))
-    return (f"PMH: {present[0]} {d[0]}, {present[1]} {d[1]}. {absent[0].capitalize()} {d[2]}, {absent[1]} {d[3]}. "
-            f"Admitted to {uncertain[0]} {d[4]}, {uncertain[1]} {d[5]}. Currently on {rng.choice(lx.CHEMICALS)}.")
+    return (
+        f"PMH: {present[0]} {d[0]}, {present[1]} {d[1]}. {absent[0].capitalize()} {d[2]}, {absent[1]} {d[3]}. "
+        f"Admitted to {uncertain[0]} {d[4]}, {uncertain[1]} {d[5]}. Currently on {rng.choice(lx.CHEMICALS)}."
+    )
 
 
 def _note(rng: random.Random, category: str) -> str:
     d, c = rng.choice(lx.DISEASES), rng.choice(lx.CHEMICALS)
-    name = rng.choice(["[**Known lastname 1234**]", "[**First Name8 (NamePattern2) 567**]",
-                       "[**Last Name (un) 89**]"])
+    name = rng.choice(["[**Known lastname 1234**]", "[**First Name8 (NamePattern2) 567**]", "[**Last Name (un) 89**]"])
     date = f"[**{rng.randint(2100, 2190)}-{rng.randint(1, 12)}-{rng.randint(1, 28)}**]"
     hosp = rng.choice(["[**Hospital1 18**]", "[**Hospital 1474**]", "[**Hospital3 2358**]"])
     if category == "Discharge summary":
-        return (f"Admission Date:  {date}              Discharge Date:   {date}\n\n"
-                f"Date of Birth:  [**2080-1-1**]             Sex:   {rng.choice('MF')}\n\n"
-                f"Service: MEDICINE\n\nHISTORY OF PRESENT ILLNESS:\n"
-                f"Mr. {name} is a {rng.randint(30, 89)} year old man with {d} admitted to {hosp} "
-                f"after {rng.choice(['a fall', 'chest pain', 'shortness of breath', 'fever'])}.\n"
-                f"{_history(rng)} {_history(rng)}\n{_paragraph(rng, 2)}\n\n"
-                f"DISCHARGE MEDICATIONS:\n1. {c} {rng.randint(1, 50)} mg PO daily\n"
-                f"2. {rng.choice(lx.CHEMICALS)} as needed\n\n"
-                f"Followup Instructions:\nPlease follow up with Dr. {name} on {date}.\n")
+        return (
+            f"Admission Date:  {date}              Discharge Date:   {date}\n\n"
+            f"Date of Birth:  [**2080-1-1**]             Sex:   {rng.choice('MF')}\n\n"
+            f"Service: MEDICINE\n\nHISTORY OF PRESENT ILLNESS:\n"
+            f"Mr. {name} is a {rng.randint(30, 89)} year old man with {d} admitted to {hosp} "
+            f"after {rng.choice(['a fall', 'chest pain', 'shortness of breath', 'fever'])}.\n"
+            f"{_history(rng)} {_history(rng)}\n{_paragraph(rng, 2)}\n\n"
+            f"DISCHARGE MEDICATIONS:\n1. {c} {rng.randint(1, 50)} mg PO daily\n"
+            f"2. {rng.choice(lx.CHEMICALS)} as needed\n\n"
+            f"Followup Instructions:\nPlease follow up with Dr. {name} on {date}.\n"
+        )
     if category == "Radiology":
-        return (f"{date} 10:15 AM\n CHEST (PORTABLE AP)    Clip # [**Clip Number (Radiology) 1234**]\n"
-                f"     Reason: {rng.choice(lx.CUES_UNCERTAIN)} {d}\n"
-                "______________________________________________________________________________\n"
-                f" FINAL REPORT\n IMPRESSION: {rng.choice(IMPRESSIONS)}\n")
+        return (
+            f"{date} 10:15 AM\n CHEST (PORTABLE AP)    Clip # [**Clip Number (Radiology) 1234**]\n"
+            f"     Reason: {rng.choice(lx.CUES_UNCERTAIN)} {d}\n"
+            "______________________________________________________________________________\n"
+            f" FINAL REPORT\n IMPRESSION: {rng.choice(IMPRESSIONS)}\n"
+        )
     if category == "ECG":
-        return rng.choice(["Sinus rhythm. Normal ECG.", "Atrial fibrillation with rapid ventricular response.",
-                           "Sinus tachycardia. Nonspecific ST-T wave changes."]) + "\n"
-    return (f"Pt is a {rng.randint(30, 89)} yo with {d}. {rng.choice(['Neuro', 'CV', 'Resp'])}: "
-            f"{_history(rng)}\n{_sentence(rng)}\nPlan: continue {c}, monitor closely, family ({name}) updated "
-            f"at bedside.\n")
+        return (
+            rng.choice(
+                [
+                    "Sinus rhythm. Normal ECG.",
+                    "Atrial fibrillation with rapid ventricular response.",
+                    "Sinus tachycardia. Nonspecific ST-T wave changes.",
+                ]
+            )
+            + "\n"
+        )
+    return (
+        f"Pt is a {rng.randint(30, 89)} yo with {d}. {rng.choice(['Neuro', 'CV', 'Resp'])}: "
+        f"{_history(rng)}\n{_sentence(rng)}\nPlan: continue {c}, monitor closely, family ({name}) updated "
+        f"at bedside.\n"
+    )
 
 
 def mimic_csv(rng: random.Random) -> bytes:
@@ -384,19 +467,29 @@ def mimic_csv(rng: random.Random) -> bytes:
         category = rng.choices(categories, weights)[0]
         chartdate = f"21{rng.randint(10, 90)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
         timed = category != "Discharge summary"
-        lines.append(",".join(cell(v) for v in [
-            row, 10000 + rng.randint(1, 80), 100000 + rng.randint(1, 150) if row % 17 else None,
-            chartdate, f"{chartdate} 10:15:00" if timed else None,
-            f"{chartdate} 11:02:00" if timed else None,
-            category, "Report" if category != "Radiology" else "CHEST (PORTABLE AP)",
-            14000 + rng.randint(1, 300) if timed else None,
-            1 if row % 40 == 13 else None,
-            _note(rng, category),
-        ]))
+        lines.append(
+            ",".join(
+                cell(v)
+                for v in [
+                    row,
+                    10000 + rng.randint(1, 80),
+                    100000 + rng.randint(1, 150) if row % 17 else None,
+                    chartdate,
+                    f"{chartdate} 10:15:00" if timed else None,
+                    f"{chartdate} 11:02:00" if timed else None,
+                    category,
+                    "Report" if category != "Radiology" else "CHEST (PORTABLE AP)",
+                    14000 + rng.randint(1, 300) if timed else None,
+                    1 if row % 40 == 13 else None,
+                    _note(rng, category),
+                ]
+            )
+        )
     return ("\n".join(lines) + "\n").encode("utf-8")
 
 
 # --------------------------------------------------------------------------- writing
+
 
 def _gzip(data: bytes) -> bytes:
     out = io.BytesIO()

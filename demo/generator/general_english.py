@@ -21,75 +21,645 @@ from pathlib import Path
 SEED = 20240611
 DOCUMENTS = 420
 
-FIRST = ["Anna", "Ben", "Carlos", "Diana", "Emma", "Felix", "Grace", "Hugo", "Irene", "Jack", "Karen",
-         "Liam", "Maria", "Noah", "Olivia", "Peter", "Quinn", "Rosa", "Samuel", "Tara", "Umar", "Vera",
-         "William", "Xavier", "Yasmin", "Zoe", "Oscar", "Leila", "Martin", "Sofia", "Daniel", "Chloe"]
-LAST = ["Smith", "Jones", "Garcia", "Brown", "Miller", "Davis", "Wilson", "Moore", "Taylor", "Anderson",
-        "Thomas", "Martin", "Clark", "Lewis", "Walker", "Hall", "Young", "King", "Wright", "Scott",
-        "Green", "Baker", "Adams", "Nelson", "Carter", "Turner", "Parker", "Evans", "Edwards", "Collins"]
-CITIES = ["London", "Paris", "Madrid", "Rome", "Berlin", "Vienna", "Lisbon", "Dublin", "Oslo", "Prague",
-          "Chicago", "Boston", "Seattle", "Denver", "Toronto", "Montreal", "Sydney", "Melbourne", "Auckland",
-          "Tokyo", "Osaka", "Seoul", "Singapore", "Nairobi", "Cairo", "Lima", "Santiago", "Havana",
-          "Edinburgh", "Barcelona", "Amsterdam", "Copenhagen", "Stockholm", "Helsinki", "Athens", "Istanbul"]
-TEAMS = ["Rovers", "United", "Rangers", "Wanderers", "Athletic", "Hornets", "Eagles", "Falcons", "Lions",
-         "Tigers", "Wolves", "Sharks", "Giants", "Pirates", "Comets", "Mariners", "Thunder", "Storm"]
-SPORTS = ["football", "basketball", "tennis", "cricket", "rugby", "hockey", "baseball", "volleyball",
-          "cycling", "rowing", "swimming", "golf", "marathon", "badminton", "handball", "sailing"]
-FOODS = ["tomatoes", "onions", "garlic", "potatoes", "carrots", "mushrooms", "spinach", "lemons", "apples",
-         "pears", "strawberries", "blueberries", "peppers", "zucchini", "eggplant", "cabbage", "chickpeas",
-         "lentils", "noodles", "rice", "bread", "butter", "cheese", "yogurt", "honey", "almonds", "walnuts",
-         "salmon", "chicken", "beef", "pork", "shrimp", "tofu", "basil", "parsley", "rosemary", "thyme",
-         "cinnamon", "vanilla", "chocolate", "flour", "sugar", "olives", "avocado", "pumpkin", "celery"]
-DISHES = ["soup", "stew", "salad", "pie", "curry", "risotto", "omelette", "pancakes", "lasagne", "casserole",
-          "sandwich", "pizza", "tart", "crumble", "muffins", "biscuits", "dumplings", "burrito", "paella"]
-COOKING = ["chop", "slice", "dice", "stir", "whisk", "simmer", "roast", "bake", "grill", "fry", "boil",
-           "season", "knead", "marinate", "drizzle", "sprinkle", "blend", "toast", "steam", "glaze"]
-PLACES = ["museum", "cathedral", "castle", "harbour", "market", "gallery", "garden", "bridge", "beach",
-          "lighthouse", "palace", "library", "theatre", "stadium", "square", "park", "village", "valley",
-          "mountain", "lake", "island", "forest", "canyon", "waterfall", "vineyard", "monastery", "fortress"]
+FIRST = [
+    "Anna",
+    "Ben",
+    "Carlos",
+    "Diana",
+    "Emma",
+    "Felix",
+    "Grace",
+    "Hugo",
+    "Irene",
+    "Jack",
+    "Karen",
+    "Liam",
+    "Maria",
+    "Noah",
+    "Olivia",
+    "Peter",
+    "Quinn",
+    "Rosa",
+    "Samuel",
+    "Tara",
+    "Umar",
+    "Vera",
+    "William",
+    "Xavier",
+    "Yasmin",
+    "Zoe",
+    "Oscar",
+    "Leila",
+    "Martin",
+    "Sofia",
+    "Daniel",
+    "Chloe",
+]
+LAST = [
+    "Smith",
+    "Jones",
+    "Garcia",
+    "Brown",
+    "Miller",
+    "Davis",
+    "Wilson",
+    "Moore",
+    "Taylor",
+    "Anderson",
+    "Thomas",
+    "Martin",
+    "Clark",
+    "Lewis",
+    "Walker",
+    "Hall",
+    "Young",
+    "King",
+    "Wright",
+    "Scott",
+    "Green",
+    "Baker",
+    "Adams",
+    "Nelson",
+    "Carter",
+    "Turner",
+    "Parker",
+    "Evans",
+    "Edwards",
+    "Collins",
+]
+CITIES = [
+    "London",
+    "Paris",
+    "Madrid",
+    "Rome",
+    "Berlin",
+    "Vienna",
+    "Lisbon",
+    "Dublin",
+    "Oslo",
+    "Prague",
+    "Chicago",
+    "Boston",
+    "Seattle",
+    "Denver",
+    "Toronto",
+    "Montreal",
+    "Sydney",
+    "Melbourne",
+    "Auckland",
+    "Tokyo",
+    "Osaka",
+    "Seoul",
+    "Singapore",
+    "Nairobi",
+    "Cairo",
+    "Lima",
+    "Santiago",
+    "Havana",
+    "Edinburgh",
+    "Barcelona",
+    "Amsterdam",
+    "Copenhagen",
+    "Stockholm",
+    "Helsinki",
+    "Athens",
+    "Istanbul",
+]
+TEAMS = [
+    "Rovers",
+    "United",
+    "Rangers",
+    "Wanderers",
+    "Athletic",
+    "Hornets",
+    "Eagles",
+    "Falcons",
+    "Lions",
+    "Tigers",
+    "Wolves",
+    "Sharks",
+    "Giants",
+    "Pirates",
+    "Comets",
+    "Mariners",
+    "Thunder",
+    "Storm",
+]
+SPORTS = [
+    "football",
+    "basketball",
+    "tennis",
+    "cricket",
+    "rugby",
+    "hockey",
+    "baseball",
+    "volleyball",
+    "cycling",
+    "rowing",
+    "swimming",
+    "golf",
+    "marathon",
+    "badminton",
+    "handball",
+    "sailing",
+]
+FOODS = [
+    "tomatoes",
+    "onions",
+    "garlic",
+    "potatoes",
+    "carrots",
+    "mushrooms",
+    "spinach",
+    "lemons",
+    "apples",
+    "pears",
+    "strawberries",
+    "blueberries",
+    "peppers",
+    "zucchini",
+    "eggplant",
+    "cabbage",
+    "chickpeas",
+    "lentils",
+    "noodles",
+    "rice",
+    "bread",
+    "butter",
+    "cheese",
+    "yogurt",
+    "honey",
+    "almonds",
+    "walnuts",
+    "salmon",
+    "chicken",
+    "beef",
+    "pork",
+    "shrimp",
+    "tofu",
+    "basil",
+    "parsley",
+    "rosemary",
+    "thyme",
+    "cinnamon",
+    "vanilla",
+    "chocolate",
+    "flour",
+    "sugar",
+    "olives",
+    "avocado",
+    "pumpkin",
+    "celery",
+]
+DISHES = [
+    "soup",
+    "stew",
+    "salad",
+    "pie",
+    "curry",
+    "risotto",
+    "omelette",
+    "pancakes",
+    "lasagne",
+    "casserole",
+    "sandwich",
+    "pizza",
+    "tart",
+    "crumble",
+    "muffins",
+    "biscuits",
+    "dumplings",
+    "burrito",
+    "paella",
+]
+COOKING = [
+    "chop",
+    "slice",
+    "dice",
+    "stir",
+    "whisk",
+    "simmer",
+    "roast",
+    "bake",
+    "grill",
+    "fry",
+    "boil",
+    "season",
+    "knead",
+    "marinate",
+    "drizzle",
+    "sprinkle",
+    "blend",
+    "toast",
+    "steam",
+    "glaze",
+]
+PLACES = [
+    "museum",
+    "cathedral",
+    "castle",
+    "harbour",
+    "market",
+    "gallery",
+    "garden",
+    "bridge",
+    "beach",
+    "lighthouse",
+    "palace",
+    "library",
+    "theatre",
+    "stadium",
+    "square",
+    "park",
+    "village",
+    "valley",
+    "mountain",
+    "lake",
+    "island",
+    "forest",
+    "canyon",
+    "waterfall",
+    "vineyard",
+    "monastery",
+    "fortress",
+]
 TRANSPORT = ["train", "ferry", "bus", "tram", "bicycle", "scooter", "taxi", "plane", "coach", "boat"]
-WEATHER = ["sunny", "cloudy", "windy", "rainy", "foggy", "stormy", "snowy", "humid", "chilly", "mild",
-           "freezing", "scorching", "drizzly", "overcast", "breezy", "frosty"]
-COMPANIES = ["Northwind", "Bluebird", "Silverline", "Greenfield", "Redstone", "Brightway", "Oakwood",
-             "Harbourview", "Summit", "Riverside", "Pinecrest", "Goldleaf", "Ironbridge", "Westgate"]
-PRODUCTS = ["smartphones", "laptops", "headphones", "cameras", "bicycles", "furniture", "sneakers",
-            "jackets", "watches", "tablets", "printers", "kettles", "vacuum cleaners", "televisions",
-            "backpacks", "umbrellas", "guitars", "toys", "books", "board games", "garden tools"]
-TECH = ["software", "update", "app", "website", "network", "battery", "screen", "keyboard", "password",
-        "browser", "server", "database", "cloud", "robot", "drone", "satellite", "chip", "algorithm",
-        "download", "subscription", "platform", "feature", "interface", "streaming", "podcast"]
-HOME = ["kitchen", "garage", "attic", "balcony", "bedroom", "hallway", "basement", "porch", "fence",
-        "roof", "window", "carpet", "curtains", "sofa", "bookshelf", "fireplace", "staircase", "lawn"]
-JOBS = ["teacher", "mayor", "chef", "pilot", "farmer", "engineer", "journalist", "architect", "plumber",
-        "electrician", "lawyer", "librarian", "firefighter", "carpenter", "gardener", "musician", "painter",
-        "photographer", "baker", "shopkeeper", "coach", "referee", "captain", "director", "spokesperson"]
-ADJ = ["busy", "quiet", "crowded", "famous", "ancient", "modern", "colourful", "peaceful", "lively",
-       "charming", "remote", "cosy", "spacious", "elegant", "rustic", "bustling", "historic", "friendly",
-       "delicious", "crunchy", "tender", "spicy", "fragrant", "generous", "affordable", "expensive",
-       "reliable", "surprising", "impressive", "disappointing", "exciting", "relaxing", "careful"]
-VERBS_PAST = ["announced", "celebrated", "criticised", "welcomed", "postponed", "opened", "closed",
-              "launched", "cancelled", "approved", "rejected", "completed", "visited", "praised",
-              "organised", "renovated", "expanded", "replaced", "discovered", "recorded", "scored",
-              "defeated", "finished", "improved", "travelled", "explored", "borrowed", "delivered"]
-MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September",
-          "October", "November", "December"]
-COUNTRIES = ["France", "Spain", "Italy", "Germany", "Portugal", "Ireland", "Norway", "Sweden", "Finland",
-             "Denmark", "Poland", "Greece", "Turkey", "Egypt", "Kenya", "Morocco", "Brazil", "Argentina",
-             "Chile", "Peru", "Mexico", "Canada", "Japan", "Korea", "India", "Thailand", "Vietnam", "Australia"]
-HOBBIES = ["knitting", "fishing", "hiking", "chess", "gardening", "painting", "photography", "climbing",
-           "birdwatching", "pottery", "woodwork", "sewing", "dancing", "singing", "juggling", "camping",
-           "surfing", "skating", "skiing", "kayaking", "baking", "reading", "writing", "origami", "archery"]
-ANIMALS = ["dog", "cat", "horse", "rabbit", "hamster", "parrot", "goat", "sheep", "cow", "donkey", "fox",
-           "badger", "hedgehog", "squirrel", "owl", "swan", "duck", "goose", "dolphin", "whale", "seal",
-           "penguin", "giraffe", "elephant", "zebra", "kangaroo", "koala", "otter", "beaver", "deer"]
-CLOTHES = ["scarf", "sweater", "raincoat", "boots", "sandals", "gloves", "hat", "cardigan", "trousers",
-           "skirt", "dress", "shirt", "blouse", "waistcoat", "overalls", "pyjamas", "slippers", "socks"]
-INSTRUMENTS = ["piano", "violin", "cello", "trumpet", "flute", "clarinet", "saxophone", "drums",
-               "harp", "accordion", "banjo", "ukulele", "trombone", "oboe", "harmonica", "mandolin"]
-SUBJECTS = ["history", "geography", "chemistry", "physics", "mathematics", "literature", "economics",
-            "philosophy", "astronomy", "music", "drama", "languages", "art", "architecture", "engineering"]
-COLOURS = ["red", "orange", "yellow", "green", "blue", "purple", "pink", "brown", "grey", "black",
-           "white", "silver", "golden", "turquoise", "crimson", "navy", "beige", "lilac", "scarlet", "ivory"]
+WEATHER = [
+    "sunny",
+    "cloudy",
+    "windy",
+    "rainy",
+    "foggy",
+    "stormy",
+    "snowy",
+    "humid",
+    "chilly",
+    "mild",
+    "freezing",
+    "scorching",
+    "drizzly",
+    "overcast",
+    "breezy",
+    "frosty",
+]
+COMPANIES = [
+    "Northwind",
+    "Bluebird",
+    "Silverline",
+    "Greenfield",
+    "Redstone",
+    "Brightway",
+    "Oakwood",
+    "Harbourview",
+    "Summit",
+    "Riverside",
+    "Pinecrest",
+    "Goldleaf",
+    "Ironbridge",
+    "Westgate",
+]
+PRODUCTS = [
+    "smartphones",
+    "laptops",
+    "headphones",
+    "cameras",
+    "bicycles",
+    "furniture",
+    "sneakers",
+    "jackets",
+    "watches",
+    "tablets",
+    "printers",
+    "kettles",
+    "vacuum cleaners",
+    "televisions",
+    "backpacks",
+    "umbrellas",
+    "guitars",
+    "toys",
+    "books",
+    "board games",
+    "garden tools",
+]
+TECH = [
+    "software",
+    "update",
+    "app",
+    "website",
+    "network",
+    "battery",
+    "screen",
+    "keyboard",
+    "password",
+    "browser",
+    "server",
+    "database",
+    "cloud",
+    "robot",
+    "drone",
+    "satellite",
+    "chip",
+    "algorithm",
+    "download",
+    "subscription",
+    "platform",
+    "feature",
+    "interface",
+    "streaming",
+    "podcast",
+]
+HOME = [
+    "kitchen",
+    "garage",
+    "attic",
+    "balcony",
+    "bedroom",
+    "hallway",
+    "basement",
+    "porch",
+    "fence",
+    "roof",
+    "window",
+    "carpet",
+    "curtains",
+    "sofa",
+    "bookshelf",
+    "fireplace",
+    "staircase",
+    "lawn",
+]
+JOBS = [
+    "teacher",
+    "mayor",
+    "chef",
+    "pilot",
+    "farmer",
+    "engineer",
+    "journalist",
+    "architect",
+    "plumber",
+    "electrician",
+    "lawyer",
+    "librarian",
+    "firefighter",
+    "carpenter",
+    "gardener",
+    "musician",
+    "painter",
+    "photographer",
+    "baker",
+    "shopkeeper",
+    "coach",
+    "referee",
+    "captain",
+    "director",
+    "spokesperson",
+]
+ADJ = [
+    "busy",
+    "quiet",
+    "crowded",
+    "famous",
+    "ancient",
+    "modern",
+    "colourful",
+    "peaceful",
+    "lively",
+    "charming",
+    "remote",
+    "cosy",
+    "spacious",
+    "elegant",
+    "rustic",
+    "bustling",
+    "historic",
+    "friendly",
+    "delicious",
+    "crunchy",
+    "tender",
+    "spicy",
+    "fragrant",
+    "generous",
+    "affordable",
+    "expensive",
+    "reliable",
+    "surprising",
+    "impressive",
+    "disappointing",
+    "exciting",
+    "relaxing",
+    "careful",
+]
+VERBS_PAST = [
+    "announced",
+    "celebrated",
+    "criticised",
+    "welcomed",
+    "postponed",
+    "opened",
+    "closed",
+    "launched",
+    "cancelled",
+    "approved",
+    "rejected",
+    "completed",
+    "visited",
+    "praised",
+    "organised",
+    "renovated",
+    "expanded",
+    "replaced",
+    "discovered",
+    "recorded",
+    "scored",
+    "defeated",
+    "finished",
+    "improved",
+    "travelled",
+    "explored",
+    "borrowed",
+    "delivered",
+]
+MONTHS = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
+COUNTRIES = [
+    "France",
+    "Spain",
+    "Italy",
+    "Germany",
+    "Portugal",
+    "Ireland",
+    "Norway",
+    "Sweden",
+    "Finland",
+    "Denmark",
+    "Poland",
+    "Greece",
+    "Turkey",
+    "Egypt",
+    "Kenya",
+    "Morocco",
+    "Brazil",
+    "Argentina",
+    "Chile",
+    "Peru",
+    "Mexico",
+    "Canada",
+    "Japan",
+    "Korea",
+    "India",
+    "Thailand",
+    "Vietnam",
+    "Australia",
+]
+HOBBIES = [
+    "knitting",
+    "fishing",
+    "hiking",
+    "chess",
+    "gardening",
+    "painting",
+    "photography",
+    "climbing",
+    "birdwatching",
+    "pottery",
+    "woodwork",
+    "sewing",
+    "dancing",
+    "singing",
+    "juggling",
+    "camping",
+    "surfing",
+    "skating",
+    "skiing",
+    "kayaking",
+    "baking",
+    "reading",
+    "writing",
+    "origami",
+    "archery",
+]
+ANIMALS = [
+    "dog",
+    "cat",
+    "horse",
+    "rabbit",
+    "hamster",
+    "parrot",
+    "goat",
+    "sheep",
+    "cow",
+    "donkey",
+    "fox",
+    "badger",
+    "hedgehog",
+    "squirrel",
+    "owl",
+    "swan",
+    "duck",
+    "goose",
+    "dolphin",
+    "whale",
+    "seal",
+    "penguin",
+    "giraffe",
+    "elephant",
+    "zebra",
+    "kangaroo",
+    "koala",
+    "otter",
+    "beaver",
+    "deer",
+]
+CLOTHES = [
+    "scarf",
+    "sweater",
+    "raincoat",
+    "boots",
+    "sandals",
+    "gloves",
+    "hat",
+    "cardigan",
+    "trousers",
+    "skirt",
+    "dress",
+    "shirt",
+    "blouse",
+    "waistcoat",
+    "overalls",
+    "pyjamas",
+    "slippers",
+    "socks",
+]
+INSTRUMENTS = [
+    "piano",
+    "violin",
+    "cello",
+    "trumpet",
+    "flute",
+    "clarinet",
+    "saxophone",
+    "drums",
+    "harp",
+    "accordion",
+    "banjo",
+    "ukulele",
+    "trombone",
+    "oboe",
+    "harmonica",
+    "mandolin",
+]
+SUBJECTS = [
+    "history",
+    "geography",
+    "chemistry",
+    "physics",
+    "mathematics",
+    "literature",
+    "economics",
+    "philosophy",
+    "astronomy",
+    "music",
+    "drama",
+    "languages",
+    "art",
+    "architecture",
+    "engineering",
+]
+COLOURS = [
+    "red",
+    "orange",
+    "yellow",
+    "green",
+    "blue",
+    "purple",
+    "pink",
+    "brown",
+    "grey",
+    "black",
+    "white",
+    "silver",
+    "golden",
+    "turquoise",
+    "crimson",
+    "navy",
+    "beige",
+    "lilac",
+    "scarlet",
+    "ivory",
+]
 NOUNS = """
 ability account actor address advice agreement airport album answer apartment appetite argument army
 arrival article artist audience author autumn award baby bakery balloon band bank bargain basket battle
@@ -174,7 +744,8 @@ curious damp dusty eager empty enormous fancy fierce fluffy foolish fresh gentle
 graceful grumpy handsome heavy helpful hollow honest huge hungry jolly juicy kind large lazy little
 lonely lucky magnificent massive mysterious narrow nervous noisy odd old plain pleasant polite precious
 proud rapid rare rich rough round rusty scary shallow shiny silly smooth sparkling steep sticky strange
-sturdy sweet tall tidy tiny tough ugly unusual vast warm wealthy weary wide wild wise witty wooden young ambitious ashamed bashful blissful breezy bumpy chubby crispy
+sturdy sweet tall tidy tiny tough ugly unusual vast warm wealthy weary wide wild wise witty wooden young
+ambitious ashamed bashful blissful breezy bumpy chubby crispy
 cunning dainty dazzling dreary elderly fearless feeble frantic frosty fuzzy gigantic gleaming glossy
 grateful greasy grim hasty hilarious humble icy jagged jittery joyful lavish lofty loyal mellow
 merry mighty misty modest moody muddy nimble nosy peculiar perfect plump prickly quaint radiant
@@ -191,10 +762,12 @@ def _person(rng: random.Random) -> str:
 def _news(rng: random.Random) -> list[str]:
     city, job, who = rng.choice(CITIES), rng.choice(JOBS), _person(rng)
     return [
-        f"The {job} of {city}, {who}, {rng.choice(VERBS_PAST)} plans for a new {rng.choice(PLACES)} on {rng.choice(DAYS)}.",
+        f"The {job} of {city}, {who}, {rng.choice(VERBS_PAST)} plans for a new "
+        f"{rng.choice(PLACES)} on {rng.choice(DAYS)}.",
         f"Residents said the {rng.choice(ADJ)} neighbourhood needed better {rng.choice(TRANSPORT)} connections.",
-        f"A council meeting in {rng.choice(MONTHS)} will decide whether the budget of {rng.randint(2, 90)} million pounds is approved.",
-        f"\"We have listened carefully to everyone,\" {who} told reporters outside the town hall.",
+        f"A council meeting in {rng.choice(MONTHS)} will decide whether the budget of "
+        f"{rng.randint(2, 90)} million pounds is approved.",
+        f'"We have listened carefully to everyone," {who} told reporters outside the town hall.',
         f"Local shops {rng.choice(VERBS_PAST)} the decision, although some owners worried about parking.",
     ]
 
@@ -204,10 +777,15 @@ def _sports(rng: random.Random) -> list[str]:
     ta, tb = rng.sample(TEAMS, 2)
     sa, sb = rng.randint(0, 5), rng.randint(0, 5)
     return [
-        f"{a} {ta} {rng.choice(['defeated', 'drew with', 'lost to'])} {b} {tb} {sa}-{sb} in a {rng.choice(ADJ)} {rng.choice(SPORTS)} match on {rng.choice(DAYS)} evening.",
-        f"The {rng.choice(['captain', 'coach', 'goalkeeper', 'striker', 'referee'])} {_person(rng)} said the crowd of {rng.randint(3, 80)} thousand made a huge difference.",
+        f"{a} {ta} {rng.choice(['defeated', 'drew with', 'lost to'])} {b} {tb} "
+        f"{sa}-{sb} in a {rng.choice(ADJ)} {rng.choice(SPORTS)} match on "
+        f"{rng.choice(DAYS)} evening.",
+        f"The {rng.choice(['captain', 'coach', 'goalkeeper', 'striker', 'referee'])} "
+        f"{_person(rng)} said the crowd of {rng.randint(3, 80)} thousand made a huge "
+        "difference.",
         f"Fans travelled by {rng.choice(TRANSPORT)} from across the region despite the {rng.choice(WEATHER)} weather.",
-        f"The next fixture is in {rng.choice(MONTHS)}, when the {ta} host the {rng.choice(TEAMS)} at their home stadium.",
+        f"The next fixture is in {rng.choice(MONTHS)}, when the {ta} host the "
+        f"{rng.choice(TEAMS)} at their home stadium.",
     ]
 
 
@@ -215,10 +793,13 @@ def _cooking(rng: random.Random) -> list[str]:
     f1, f2, f3 = rng.sample(FOODS, 3)
     dish = rng.choice(DISHES)
     return [
-        f"This {rng.choice(ADJ)} {f1} {dish} takes about {rng.randint(15, 90)} minutes and serves {rng.randint(2, 8)} people.",
+        f"This {rng.choice(ADJ)} {f1} {dish} takes about {rng.randint(15, 90)} minutes "
+        f"and serves {rng.randint(2, 8)} people.",
         f"First {rng.choice(COOKING)} the {f2} and {rng.choice(COOKING)} the {f3} in a large pan with a little butter.",
-        f"Add a pinch of salt, {rng.choice(FOODS)} and {rng.choice(FOODS)}, then {rng.choice(COOKING)} gently for {rng.randint(5, 40)} minutes.",
-        f"Bake at {rng.choice([160, 180, 190, 200, 220])} degrees until golden, and serve with warm {rng.choice(['bread', 'rice', 'potatoes', 'noodles'])}.",
+        f"Add a pinch of salt, {rng.choice(FOODS)} and {rng.choice(FOODS)}, then "
+        f"{rng.choice(COOKING)} gently for {rng.randint(5, 40)} minutes.",
+        f"Bake at {rng.choice([160, 180, 190, 200, 220])} degrees until golden, and "
+        f"serve with warm {rng.choice(['bread', 'rice', 'potatoes', 'noodles'])}.",
         f"My grandmother always added {rng.choice(FOODS)} to her {dish}, and the kitchen smelled wonderful.",
     ]
 
@@ -228,18 +809,26 @@ def _travel(rng: random.Random) -> list[str]:
     return [
         f"We arrived in {city} by {rng.choice(TRANSPORT)} early on a {rng.choice(WEATHER)} {rng.choice(DAYS)} morning.",
         f"The {rng.choice(ADJ)} {place} near the old {rng.choice(PLACES)} was our favourite stop of the trip.",
-        f"Tickets cost {rng.randint(5, 60)} euros, and the guide explained the history of the {rng.choice(PLACES)} in detail.",
-        f"In the evening we ate {rng.choice(DISHES)} at a {rng.choice(ADJ)} restaurant beside the {rng.choice(['river', 'harbour', 'square', 'lake'])}.",
-        f"If you visit in {rng.choice(MONTHS)}, book your hotel early because the city gets very {rng.choice(['busy', 'crowded', 'expensive'])}.",
+        f"Tickets cost {rng.randint(5, 60)} euros, and the guide explained the history "
+        f"of the {rng.choice(PLACES)} in detail.",
+        f"In the evening we ate {rng.choice(DISHES)} at a {rng.choice(ADJ)} restaurant "
+        f"beside the {rng.choice(['river', 'harbour', 'square', 'lake'])}.",
+        f"If you visit in {rng.choice(MONTHS)}, book your hotel early because the city "
+        f"gets very {rng.choice(['busy', 'crowded', 'expensive'])}.",
     ]
 
 
 def _weather(rng: random.Random) -> list[str]:
     city = rng.choice(CITIES)
     return [
-        f"Forecasters expect a {rng.choice(WEATHER)} weekend in {city}, with temperatures around {rng.randint(-5, 35)} degrees.",
-        f"A {rng.choice(['cold front', 'heatwave', 'storm', 'band of rain'])} will move in from the {rng.choice(['north', 'south', 'east', 'west'])} on {rng.choice(DAYS)}.",
-        f"Drivers were warned about {rng.choice(['ice', 'fog', 'flooding', 'strong winds'])} on the roads near the {rng.choice(PLACES)}.",
+        f"Forecasters expect a {rng.choice(WEATHER)} weekend in {city}, with "
+        f"temperatures around {rng.randint(-5, 35)} degrees.",
+        f"A {rng.choice(['cold front', 'heatwave', 'storm', 'band of rain'])} will move "
+        f"in from the {rng.choice(['north', 'south', 'east', 'west'])} on "
+        f"{rng.choice(DAYS)}.",
+        "Drivers were warned about "
+        f"{rng.choice(['ice', 'fog', 'flooding', 'strong winds'])} on the roads near "
+        f"the {rng.choice(PLACES)}.",
     ]
 
 
@@ -248,26 +837,37 @@ def _business(rng: random.Random) -> list[str]:
     return [
         f"{co} {rng.choice(VERBS_PAST)} a new range of {prod} at a press event in {rng.choice(CITIES)}.",
         f"Sales rose by {rng.randint(2, 40)} percent in the last quarter, the company said in a statement.",
-        f"Its chief executive, {_person(rng)}, expects demand for {rng.choice(PRODUCTS)} to stay strong until {rng.choice(MONTHS)}.",
-        f"Shares in {rng.choice(COMPANIES)} fell slightly after the announcement, while investors waited for more details.",
+        f"Its chief executive, {_person(rng)}, expects demand for "
+        f"{rng.choice(PRODUCTS)} to stay strong until {rng.choice(MONTHS)}.",
+        f"Shares in {rng.choice(COMPANIES)} fell slightly after the announcement, while "
+        "investors waited for more details.",
     ]
 
 
 def _technology(rng: random.Random) -> list[str]:
     return [
-        f"The latest {rng.choice(TECH)} {rng.choice(['update', 'release', 'version'])} makes the {rng.choice(TECH)} faster and easier to use.",
-        f"Users can now change their {rng.choice(TECH)} settings from the main {rng.choice(['menu', 'screen', 'page'])}.",
-        f"Engineers at {rng.choice(COMPANIES)} said the new {rng.choice(TECH)} would reach {rng.randint(2, 50)} million customers.",
-        f"Some reviewers found the {rng.choice(TECH)} {rng.choice(ADJ)}, while others praised the longer {rng.choice(['battery', 'warranty', 'trial'])}.",
+        f"The latest {rng.choice(TECH)} {rng.choice(['update', 'release', 'version'])} "
+        f"makes the {rng.choice(TECH)} faster and easier to use.",
+        f"Users can now change their {rng.choice(TECH)} settings from the main "
+        f"{rng.choice(['menu', 'screen', 'page'])}.",
+        f"Engineers at {rng.choice(COMPANIES)} said the new {rng.choice(TECH)} would "
+        f"reach {rng.randint(2, 50)} million customers.",
+        f"Some reviewers found the {rng.choice(TECH)} {rng.choice(ADJ)}, while others "
+        f"praised the longer {rng.choice(['battery', 'warranty', 'trial'])}.",
     ]
 
 
 def _home(rng: random.Random) -> list[str]:
     room = rng.choice(HOME)
     return [
-        f"Last {rng.choice(DAYS)} we finally painted the {room} a {rng.choice(['pale blue', 'warm yellow', 'soft green', 'bright white'])} colour.",
-        f"The {rng.choice(['plumber', 'electrician', 'carpenter', 'gardener'])} came to fix the {rng.choice(HOME)} and stayed for a cup of tea.",
-        f"Our neighbours {rng.choice(VERBS_PAST)} their {rng.choice(HOME)} and planted {rng.choice(['roses', 'tulips', 'sunflowers', 'herbs'])} by the {rng.choice(HOME)}.",
+        f"Last {rng.choice(DAYS)} we finally painted the {room} a "
+        f"{rng.choice(['pale blue', 'warm yellow', 'soft green', 'bright white'])} "
+        "colour.",
+        f"The {rng.choice(['plumber', 'electrician', 'carpenter', 'gardener'])} came to "
+        f"fix the {rng.choice(HOME)} and stayed for a cup of tea.",
+        f"Our neighbours {rng.choice(VERBS_PAST)} their {rng.choice(HOME)} and planted "
+        f"{rng.choice(['roses', 'tulips', 'sunflowers', 'herbs'])} by the "
+        f"{rng.choice(HOME)}.",
         f"The children spent the {rng.choice(WEATHER)} afternoon building a den in the {rng.choice(HOME)}.",
     ]
 
@@ -276,34 +876,67 @@ def _leisure(rng: random.Random) -> list[str]:
     who, hobby = _person(rng), rng.choice(HOBBIES)
     return [
         f"{who} took up {hobby} in {rng.randint(1960, 2024)} after a holiday in {rng.choice(COUNTRIES)}.",
-        f"On {rng.choice(DAYS)} evenings the club meets at the {rng.choice(PLACES)} to practise {hobby} and {rng.choice(HOBBIES)}.",
-        f"Members wear a {rng.choice(COLOURS)} {rng.choice(CLOTHES)} and bring a {rng.choice(COLOURS)} {rng.choice(CLOTHES)} in case it turns {rng.choice(WEATHER)}.",
-        f"Her {rng.choice(ANIMALS)} follows her everywhere, even to {rng.choice(INSTRUMENTS)} lessons at the {rng.choice(PLACES)}.",
-        f"At school she loved {rng.choice(SUBJECTS)} and {rng.choice(SUBJECTS)}, and she still plays the {rng.choice(INSTRUMENTS)} at {rng.randint(6, 11)}:{rng.choice(['00', '15', '30', '45'])} every morning.",
+        f"On {rng.choice(DAYS)} evenings the club meets at the {rng.choice(PLACES)} to "
+        f"practise {hobby} and {rng.choice(HOBBIES)}.",
+        f"Members wear a {rng.choice(COLOURS)} {rng.choice(CLOTHES)} and bring a "
+        f"{rng.choice(COLOURS)} {rng.choice(CLOTHES)} in case it turns "
+        f"{rng.choice(WEATHER)}.",
+        f"Her {rng.choice(ANIMALS)} follows her everywhere, even to "
+        f"{rng.choice(INSTRUMENTS)} lessons at the {rng.choice(PLACES)}.",
+        f"At school she loved {rng.choice(SUBJECTS)} and {rng.choice(SUBJECTS)}, and "
+        f"she still plays the {rng.choice(INSTRUMENTS)} at "
+        f"{rng.randint(6, 11)}:{rng.choice(['00', '15', '30', '45'])} every morning.",
     ]
 
 
 def _nature(rng: random.Random) -> list[str]:
     animal = rng.choice(ANIMALS)
     return [
-        f"Volunteers counted {rng.randint(3, 400)} {animal}s along the {rng.choice(['coast', 'river', 'valley', 'trail'])} in {rng.choice(COUNTRIES)} last {rng.choice(MONTHS)}.",
-        f"A young {rng.choice(ANIMALS)} was spotted near the {rng.choice(PLACES)}, to the delight of a {rng.choice(ADJ)} crowd.",
-        f"The sanctuary, founded in {rng.randint(1890, 2020)}, now cares for a {rng.choice(ANIMALS)}, a {rng.choice(ANIMALS)} and several {rng.choice(ANIMALS)}s.",
+        f"Volunteers counted {rng.randint(3, 400)} {animal}s along the "
+        f"{rng.choice(['coast', 'river', 'valley', 'trail'])} in "
+        f"{rng.choice(COUNTRIES)} last {rng.choice(MONTHS)}.",
+        f"A young {rng.choice(ANIMALS)} was spotted near the {rng.choice(PLACES)}, to "
+        f"the delight of a {rng.choice(ADJ)} crowd.",
+        f"The sanctuary, founded in {rng.randint(1890, 2020)}, now cares for a "
+        f"{rng.choice(ANIMALS)}, a {rng.choice(ANIMALS)} and several "
+        f"{rng.choice(ANIMALS)}s.",
     ]
 
 
 def _story(rng: random.Random) -> list[str]:
     who, other = _person(rng), rng.choice(FIRST)
     return [
-        f"In {rng.randint(1900, 2025)}, {who} {rng.choice(VERBS)} a {rng.choice(ADJ2)} {rng.choice(NOUNS)} near the {rng.choice(NOUNS)}.",
-        f"{other} {rng.choice(ADVERBS)} {rng.choice(VERBS)} the {rng.choice(ADJ2)} {rng.choice(NOUNS)} and {rng.choice(VERBS)} the {rng.choice(NOUNS)}.",
-        f"Nobody {rng.choice(VERBS)} how the {rng.choice(NOUNS)} and the {rng.choice(NOUNS)} {rng.choice(ADVERBS)} {rng.choice(VERBS)} that {rng.choice(['night', 'morning', 'summer', 'winter'])}.",
-        f"They found a {rng.choice(THINGS)}, a {rng.choice(THINGS)} and an old {rng.choice(THINGS)} in the {rng.choice(HOME)}.",
-        f"Years later, the {rng.choice(ADJ2)} {rng.choice(NOUNS)} still {rng.choice(['stood', 'waited', 'remained'])} beside the {rng.choice(ADJ2)} {rng.choice(NOUNS)}.",
+        f"In {rng.randint(1900, 2025)}, {who} {rng.choice(VERBS)} a {rng.choice(ADJ2)} "
+        f"{rng.choice(NOUNS)} near the {rng.choice(NOUNS)}.",
+        f"{other} {rng.choice(ADVERBS)} {rng.choice(VERBS)} the {rng.choice(ADJ2)} "
+        f"{rng.choice(NOUNS)} and {rng.choice(VERBS)} the {rng.choice(NOUNS)}.",
+        f"Nobody {rng.choice(VERBS)} how the {rng.choice(NOUNS)} and the "
+        f"{rng.choice(NOUNS)} {rng.choice(ADVERBS)} {rng.choice(VERBS)} that "
+        f"{rng.choice(['night', 'morning', 'summer', 'winter'])}.",
+        f"They found a {rng.choice(THINGS)}, a {rng.choice(THINGS)} and an old "
+        f"{rng.choice(THINGS)} in the {rng.choice(HOME)}.",
+        f"Years later, the {rng.choice(ADJ2)} {rng.choice(NOUNS)} still "
+        f"{rng.choice(['stood', 'waited', 'remained'])} beside the {rng.choice(ADJ2)} "
+        f"{rng.choice(NOUNS)}.",
     ]
 
 
-KINDS = [_story, _story, _story, _story, _leisure, _nature, _news, _sports, _cooking, _travel, _weather, _business, _technology, _home]
+KINDS = [
+    _story,
+    _story,
+    _story,
+    _story,
+    _leisure,
+    _nature,
+    _news,
+    _sports,
+    _cooking,
+    _travel,
+    _weather,
+    _business,
+    _technology,
+    _home,
+]
 
 
 def documents(n: int = DOCUMENTS, seed: int = SEED) -> list[str]:

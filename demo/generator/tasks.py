@@ -22,18 +22,23 @@ import re
 import tarfile
 from pathlib import Path
 
-import yaml
-
 import lexicon as lx
+import yaml
 
 SEED = 20240611
 SIZES = {"train": 300, "dev": 80, "test": 100}
 URL_ROOT = "raw_source/tasks"
 HALLMARKS = [
-    "activating invasion and metastasis", "avoiding immune destruction", "cellular energetics",
-    "enabling replicative immortality", "evading growth suppressors",
-    "genomic instability and mutation", "inducing angiogenesis", "resisting cell death",
-    "sustaining proliferative signaling", "tumor promoting inflammation",
+    "activating invasion and metastasis",
+    "avoiding immune destruction",
+    "cellular energetics",
+    "enabling replicative immortality",
+    "evading growth suppressors",
+    "genomic instability and mutation",
+    "inducing angiogenesis",
+    "resisting cell death",
+    "sustaining proliferative signaling",
+    "tumor promoting inflammation",
 ]
 _TOKEN = re.compile(r"\w+(?:[-']\w+)*|[^\w\s]")
 
@@ -52,6 +57,7 @@ def _words(words: list[str], split: str) -> list[str]:
 
 # --------------------------------------------------------------------------- NER (CoNLL TSV)
 
+
 def _ner_sentence(rng: random.Random, split: str) -> list[tuple[str, bool]]:
     """Segments (text, is_disease) of one sentence. Chemicals and genes fill the same slots as
     diseases, so only knowing the word tells a disease from a distractor; the one telling
@@ -69,11 +75,19 @@ def _ner_sentence(rng: random.Random, split: str) -> list[tuple[str, bool]]:
         [("The role of ", False), x, (f" was examined in {pop} .", False)],
         [("We found no link between ", False), x, (" and ", False), y, (" .", False)],
         [x, (" and ", False), y, (" were recorded at baseline .", False)],
-        [("Patients with ", False), (rng.choice(_words(lx.DISEASES, split)), True), (" received ", False), y,
-         (" .", False)]
+        [
+            ("Patients with ", False),
+            (rng.choice(_words(lx.DISEASES, split)), True),
+            (" received ", False),
+            y,
+            (" .", False),
+        ]
         if split == "train"
-        else [("The risk of ", False), (rng.choice(_words(lx.DISEASES, split)), True),
-              (f" was higher among {pop} .", False)],
+        else [
+            ("The risk of ", False),
+            (rng.choice(_words(lx.DISEASES, split)), True),
+            (f" was higher among {pop} .", False),
+        ],
     ]
     return rng.choice(templates)
 
@@ -95,6 +109,7 @@ def demo_ner() -> dict[str, bytes]:
 
 # --------------------------------------------------------------------------- PICO (EBM-NLP 2.0 layout)
 
+
 def _pico_abstract(rng: random.Random, split: str) -> list[tuple[str, str]]:
     """Three sentences: one in a trial's telling phrasing (another in training than in test,
     both from the pretraining text), two that put a population, an intervention or an outcome
@@ -109,8 +124,11 @@ def _pico_abstract(rng: random.Random, split: str) -> list[tuple[str, str]]:
     neutral = [(pop, "PAR"), (interv, "INT"), (outcome, "OUT")]
     rng.shuffle(neutral)
     return first + [
-        (f"Data on ", "O"), neutral[0], (f" were collected at {weeks} weeks .", "O"),
-        neutral[1], (" was reported in the trial registry .", "O"),
+        ("Data on ", "O"),
+        neutral[0],
+        (f" were collected at {weeks} weeks .", "O"),
+        neutral[1],
+        (" was reported in the trial registry .", "O"),
     ]
 
 
@@ -167,8 +185,10 @@ RE_TEMPLATES = {
     "CPR:5": ["@CHEMICAL$ is a potent agonist of @GENE$ ."],
     "CPR:6": ["@CHEMICAL$ acts as an antagonist of @GENE$ ."],
     "CPR:9": ["@CHEMICAL$ is metabolised by @GENE$ in the {organ} ."],
-    "false": ["@CHEMICAL$ {verb} {outcome} in patients whose @GENE$ status was unknown .",
-              "@GENE$ was measured after @CHEMICAL$ {verb} {outcome} ."],
+    "false": [
+        "@CHEMICAL$ {verb} {outcome} in patients whose @GENE$ status was unknown .",
+        "@GENE$ was measured after @CHEMICAL$ {verb} {outcome} .",
+    ],
 }
 RE_LABELS = ["CPR:3", "CPR:4", "CPR:5", "CPR:6", "CPR:9", "false"]
 
@@ -185,8 +205,12 @@ def demo_re() -> dict[str, bytes]:
             pmid += 1
             label = rng.choices(RE_LABELS, weights)[0]
             text = rng.choice(RE_TEMPLATES[label]).format(
-                up=rng.choice(up), down=rng.choice(down), verb=rng.choice(up + down),
-                cell=rng.choice(lx.CELLS), organ=rng.choice(lx.ORGANS), outcome=rng.choice(lx.OUTCOMES),
+                up=rng.choice(up),
+                down=rng.choice(down),
+                verb=rng.choice(up + down),
+                cell=rng.choice(lx.CELLS),
+                organ=rng.choice(lx.ORGANS),
+                outcome=rng.choice(lx.OUTCOMES),
             )
             lines.append(f"{pmid}.T1.T2\t{text}\t{label}")
         files[f"{split}.tsv"] = ("\n".join(lines) + "\n").encode()
@@ -195,21 +219,27 @@ def demo_re() -> dict[str, bytes]:
 
 # --------------------------------------------------------------------------- similarity (BIOSSES, BLUE TSV)
 
+
 def _sts_clinical(rng: random.Random, d: str, c: str, g: str) -> str:
-    return rng.choice([
-        f"{c.capitalize()} {rng.choice(lx.VERBS_DECREASE)} {g} expression in patients with {d}.",
-        f"In {d}, treatment with {c} lowered the levels of {g}.",
-        f"{g} levels fell after {c} therapy in {d}.",
-        f"Patients with {d} given {c} showed less {g} activity.",
-    ])
+    return rng.choice(
+        [
+            f"{c.capitalize()} {rng.choice(lx.VERBS_DECREASE)} {g} expression in patients with {d}.",
+            f"In {d}, treatment with {c} lowered the levels of {g}.",
+            f"{g} levels fell after {c} therapy in {d}.",
+            f"Patients with {d} given {c} showed less {g} activity.",
+        ]
+    )
 
 
 def _sts_basic_science(rng: random.Random) -> str:
-    return rng.choice([
-        f"{rng.choice(lx.CELLS).capitalize()} from {rng.choice(lx.SPECIES)} were cultured for {rng.randint(2, 9)} days.",
-        f"The {rng.choice(lx.ORGANS)} of {rng.choice(lx.SPECIES)} was imaged by electron microscopy.",
-        f"Genome sequencing of {rng.choice(lx.SPECIES)} revealed {rng.randint(3, 90)} new loci.",
-    ])
+    return rng.choice(
+        [
+            f"{rng.choice(lx.CELLS).capitalize()} from {rng.choice(lx.SPECIES)} "
+            f"were cultured for {rng.randint(2, 9)} days.",
+            f"The {rng.choice(lx.ORGANS)} of {rng.choice(lx.SPECIES)} was imaged by electron microscopy.",
+            f"Genome sequencing of {rng.choice(lx.SPECIES)} revealed {rng.randint(3, 90)} new loci.",
+        ]
+    )
 
 
 def demo_sts() -> dict[str, bytes]:
@@ -274,10 +304,14 @@ def demo_hoc() -> dict[str, bytes]:
             sentences = [(rng.choice(HOC_NEUTRAL), None)] + [(HOC_TRIGGERS[h], h) for h in hallmarks]
             rng.shuffle(sentences)
             for s_no, (template, hallmark) in enumerate(sentences):
-                text = template.format(g=rng.choice(_words(lx.GENES, split)),
-                                       c=rng.choice(_words(lx.CHEMICALS, split)),
-                                       d=rng.choice(_words(lx.DISEASES, split)), n=rng.randint(10, 500),
-                                       o=rng.choice(lx.ORGANS), s=rng.choice(lx.SPECIES))
+                text = template.format(
+                    g=rng.choice(_words(lx.GENES, split)),
+                    c=rng.choice(_words(lx.CHEMICALS, split)),
+                    d=rng.choice(_words(lx.DISEASES, split)),
+                    n=rng.randint(10, 500),
+                    o=rng.choice(lx.ORGANS),
+                    s=rng.choice(lx.SPECIES),
+                )
                 flags = ",".join(f"{k}_{int(HALLMARKS[k] == hallmark)}" for k in range(len(HALLMARKS)))
                 lines.append(f"{flags}\t{text}\t{doc}_s{s_no}")
         files[f"{split}.tsv"] = ("\n".join(lines) + "\n").encode()
@@ -285,6 +319,7 @@ def demo_hoc() -> dict[str, bytes]:
 
 
 # --------------------------------------------------------------------------- QA (PubMedQA JSON)
+
 
 def demo_pubmedqa() -> dict[str, bytes]:
     """Does the intervention reduce the outcome? The finding's verb answers: a verb of decrease
@@ -345,26 +380,43 @@ def demo_nli() -> dict[str, bytes]:
             hypothesis = rng.choice([f"The patient has {d}.", f"Patient has a diagnosis of {d}."])
             if rng.random() < 0.2:  # a disease the premise does not mention
                 label, hypothesis = "neutral", f"The patient has {other}."
-            lines.append(json.dumps({
-                "sentence1": premise, "sentence2": hypothesis, "gold_label": label,
-                "pairID": f"demo-{pair}",
-            }))
+            lines.append(
+                json.dumps(
+                    {
+                        "sentence1": premise,
+                        "sentence2": hypothesis,
+                        "gold_label": label,
+                        "pairID": f"demo-{pair}",
+                    }
+                )
+            )
         files[names[split]] = ("\n".join(lines) + "\n").encode()
     return files
 
 
 # --------------------------------------------------------------------------- registry entries
 
+
 def _entry(name, display, type_, domain, fmt, files, splits, metric, labels, **extra):
     # The demo tasks stand in for both benchmarks so the demo computes group means and a
     # BLURB-style score; BLURB has no NLI task.
     benchmarks = ["lewis"] if type_ == "nli" else ["lewis", "blurb"]
     return {
-        "name": name, "display": display, "type": type_, "domain": domain, "format": fmt,
+        "name": name,
+        "display": display,
+        "type": type_,
+        "domain": domain,
+        "format": fmt,
         "benchmarks": benchmarks,
-        "source": {"files": {f: {"url": f"{URL_ROOT}/{name}/{f}", "sha256": hashlib.sha256(data).hexdigest()}
-                             for f, data in sorted(files.items())}},
-        "splits": splits, "metric": metric, "labels": labels,
+        "source": {
+            "files": {
+                f: {"url": f"{URL_ROOT}/{name}/{f}", "sha256": hashlib.sha256(data).hexdigest()}
+                for f, data in sorted(files.items())
+            }
+        },
+        "splits": splits,
+        "metric": metric,
+        "labels": labels,
         **{key: dict(value) if isinstance(value, dict) else value for key, value in extra.items()},
     }
 
@@ -372,8 +424,13 @@ def _entry(name, display, type_, domain, fmt, files, splits, metric, labels, **e
 def generate() -> tuple[dict[str, bytes], dict]:
     """All demo task files (path under the output folder -> bytes) and their registry entries."""
     tasks = {
-        "demo-ner": demo_ner(), "demo-pico": demo_pico(), "demo-re": demo_re(), "demo-sts": demo_sts(),
-        "demo-hoc": demo_hoc(), "demo-pubmedqa": demo_pubmedqa(), "demo-nli": demo_nli(),
+        "demo-ner": demo_ner(),
+        "demo-pico": demo_pico(),
+        "demo-re": demo_re(),
+        "demo-sts": demo_sts(),
+        "demo-hoc": demo_hoc(),
+        "demo-pubmedqa": demo_pubmedqa(),
+        "demo-nli": demo_nli(),
     }
     # Sized for a 2-layer, hidden-64 model on CPU: a few epochs at the learning rate it was
     # pretrained with, without dropout (dropout 0.1 and lr 1e-3 favour random weights).
@@ -381,39 +438,109 @@ def generate() -> tuple[dict[str, bytes], dict]:
     counts = {s: SIZES[s] for s in SIZES}
     specs = {
         "demo-ner": _entry(
-            "demo-ner", "Demo NER", "ner", "pubmed", "conll", tasks["demo-ner"],
-            {"train": "train.tsv", "dev": "devel.tsv", "test": "test.tsv"}, "entity_f1",
-            ["O", "B-Disease", "I-Disease"], max_length=64, expected_counts=counts, finetune=small),
+            "demo-ner",
+            "Demo NER",
+            "ner",
+            "pubmed",
+            "conll",
+            tasks["demo-ner"],
+            {"train": "train.tsv", "dev": "devel.tsv", "test": "test.tsv"},
+            "entity_f1",
+            ["O", "B-Disease", "I-Disease"],
+            max_length=64,
+            expected_counts=counts,
+            finetune=small,
+        ),
         "demo-pico": _entry(
-            "demo-pico", "Demo PICO", "pico", "pubmed", "ebm_nlp", tasks["demo-pico"],
-            {"train": "ebm_nlp_demo.tar.gz/ebm_nlp_demo#train",
-             "dev": f"holdout:{SIZES['dev']}:ebm_nlp_demo.tar.gz/ebm_nlp_demo#train",
-             "test": "ebm_nlp_demo.tar.gz/ebm_nlp_demo#test/gold"},
-            "word_macro_f1", ["O", "PAR", "INT", "OUT"], negative_label="O", max_length=96,
-            expected_counts=counts, finetune=small),
+            "demo-pico",
+            "Demo PICO",
+            "pico",
+            "pubmed",
+            "ebm_nlp",
+            tasks["demo-pico"],
+            {
+                "train": "ebm_nlp_demo.tar.gz/ebm_nlp_demo#train",
+                "dev": f"holdout:{SIZES['dev']}:ebm_nlp_demo.tar.gz/ebm_nlp_demo#train",
+                "test": "ebm_nlp_demo.tar.gz/ebm_nlp_demo#test/gold",
+            },
+            "word_macro_f1",
+            ["O", "PAR", "INT", "OUT"],
+            negative_label="O",
+            max_length=96,
+            expected_counts=counts,
+            finetune=small,
+        ),
         "demo-re": _entry(
-            "demo-re", "Demo RE", "relation", "pubmed", "blue_tsv", tasks["demo-re"],
-            {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"}, "micro_f1_excl_negative",
-            RE_LABELS, negative_label="false", max_length=64, expected_counts=counts,
-            finetune={**small, "epochs": 8}),
+            "demo-re",
+            "Demo RE",
+            "relation",
+            "pubmed",
+            "blue_tsv",
+            tasks["demo-re"],
+            {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
+            "micro_f1_excl_negative",
+            RE_LABELS,
+            negative_label="false",
+            max_length=64,
+            expected_counts=counts,
+            finetune={**small, "epochs": 8},
+        ),
         "demo-sts": _entry(
-            "demo-sts", "Demo STS", "similarity", "pubmed", "biosses", tasks["demo-sts"],
-            {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"}, "pearson", [],
-            max_length=96, expected_counts=counts, finetune=small),
+            "demo-sts",
+            "Demo STS",
+            "similarity",
+            "pubmed",
+            "biosses",
+            tasks["demo-sts"],
+            {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
+            "pearson",
+            [],
+            max_length=96,
+            expected_counts=counts,
+            finetune=small,
+        ),
         "demo-hoc": _entry(
-            "demo-hoc", "Demo HoC", "doc_classification", "pubmed", "hoc", tasks["demo-hoc"],
+            "demo-hoc",
+            "Demo HoC",
+            "doc_classification",
+            "pubmed",
+            "hoc",
+            tasks["demo-hoc"],
             {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
             {"lewis": "example_f1", "blurb": "label_micro_f1"},
-            HALLMARKS, max_length=128, expected_counts=counts, finetune={**small, "epochs": 10}),
+            HALLMARKS,
+            max_length=128,
+            expected_counts=counts,
+            finetune={**small, "epochs": 10},
+        ),
         "demo-pubmedqa": _entry(
-            "demo-pubmedqa", "Demo PubMedQA", "qa", "pubmed", "pubmedqa", tasks["demo-pubmedqa"],
+            "demo-pubmedqa",
+            "Demo PubMedQA",
+            "qa",
+            "pubmed",
+            "pubmedqa",
+            tasks["demo-pubmedqa"],
             {"train": "pqal_train_set.json", "dev": "pqal_dev_set.json", "test": "pqal_test_set.json"},
-            "accuracy", ["yes", "no", "maybe"], max_length=96, expected_counts=counts, finetune=small),
+            "accuracy",
+            ["yes", "no", "maybe"],
+            max_length=96,
+            expected_counts=counts,
+            finetune=small,
+        ),
         "demo-nli": _entry(
-            "demo-nli", "Demo MedNLI", "nli", "clinical", "mednli", tasks["demo-nli"],
+            "demo-nli",
+            "Demo MedNLI",
+            "nli",
+            "clinical",
+            "mednli",
+            tasks["demo-nli"],
             {"train": "mli_train_v1.jsonl", "dev": "mli_dev_v1.jsonl", "test": "mli_test_v1.jsonl"},
-            "accuracy", ["entailment", "contradiction", "neutral"], max_length=64,
-            expected_counts=counts, finetune=small),
+            "accuracy",
+            ["entailment", "contradiction", "neutral"],
+            max_length=64,
+            expected_counts=counts,
+            finetune=small,
+        ),
     }
     files = {f"{task}/{name}": data for task, fs in tasks.items() for name, data in fs.items()}
     return files, specs

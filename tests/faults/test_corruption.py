@@ -12,10 +12,10 @@ import sys
 import time
 from pathlib import Path
 
+import pretrain_fixtures as fx
 import pytest
 import torch
 
-import pretrain_fixtures as fx
 from workflow_scripts import integrity
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.finetune import cache
@@ -116,8 +116,19 @@ def test_a_damaged_latest_checkpoint_falls_back_to_the_previous_one(base, tmp_pa
 def test_a_second_trainer_on_the_same_state_refuses_to_start(base, tmp_path):
     settings = fx.write_settings(tmp_path / "s.yaml", "lock", max_steps=100000, checkpoint_every=100000)
     out = tmp_path / "lock"
-    cmd = [sys.executable, "-m", "workflow_scripts.pretrain.pretrain", "--settings", str(settings),
-           "--corpus", str(base["corpus"]), "--tokenizer", str(base["wordpiece"]), "--out", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "workflow_scripts.pretrain.pretrain",
+        "--settings",
+        str(settings),
+        "--corpus",
+        str(base["corpus"]),
+        "--tokenizer",
+        str(base["wordpiece"]),
+        "--out",
+        str(out),
+    ]
     first = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         lock = out / "training_state" / "lock"

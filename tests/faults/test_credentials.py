@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from workflow_harness import copy_demo, run_demo
 
 USER, SECRET = "alice", "pw-9f3kq-never-leak"
@@ -86,7 +85,8 @@ def test_a_password_in_a_configured_url_is_refused_in_one_line(server, tmp_path)
     assert result.returncode != 0
     errors = [line for line in console.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and errors[0].startswith(
-        "error: config: corpora.mimic.source.url: credentials inside a URL are refused"), console[-2000:]
+        "error: config: corpora.mimic.source.url: credentials inside a URL are refused"
+    ), console[-2000:]
     assert "netrc" in errors[0]
     assert SECRET not in console
     assert not (demo / "results").exists()

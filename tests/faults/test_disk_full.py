@@ -12,10 +12,10 @@ import sys
 import uuid
 from pathlib import Path
 
+import pretrain_fixtures as fx
 import pytest
 import yaml
 
-import pretrain_fixtures as fx
 from workflow_scripts.corpus.records import row, write_parsed
 from workflow_scripts.errors import PipelineError
 
@@ -28,8 +28,11 @@ def small_disk(tmp_path, request):
     size = getattr(request, "param", "1m")
     mount = tmp_path / "disk"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", f"faults-{uuid.uuid4().hex[:8]}", str(mount)],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", f"faults-{uuid.uuid4().hex[:8]}", str(mount)],
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here ({done.stderr.strip()})")
     try:
@@ -50,11 +53,35 @@ def test_minhash_step_on_a_full_disk_says_so_and_leaves_no_scratch(small_disk, t
     write_parsed(parsed, [row(f"d{i}", "p", t) for i, t in enumerate(texts)], {"malformed": 0})
     settings = tmp_path / "s.yaml"
     # 300 documents x 1024 permutations x 4 bytes: 1.2 MB of signatures on a 1 MiB disk
-    settings.write_text(yaml.safe_dump({"corpus": {"name": "c", "type": "pubmed", "shards": 1, "clean": {
-        "min_words": 0, "near_dedup": {"enabled": True, "num_perm": 1024}}}}))
+    settings.write_text(
+        yaml.safe_dump(
+            {
+                "corpus": {
+                    "name": "c",
+                    "type": "pubmed",
+                    "shards": 1,
+                    "clean": {"min_words": 0, "near_dedup": {"enabled": True, "num_perm": 1024}},
+                }
+            }
+        )
+    )
     out = small_disk / "corpus"
-    done = subprocess.run([sys.executable, "-m", "workflow_scripts.corpus.build_corpus", "--settings", str(settings),
-                           "--in", str(parsed), "--out", str(out)], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "workflow_scripts.corpus.build_corpus",
+            "--settings",
+            str(settings),
+            "--in",
+            str(parsed),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 2, done.stderr[-2000:]  # not -7 (SIGBUS)
     errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
     assert errors and errors[0].startswith(f"error: no space left on {small_disk}"), done.stderr[-2000:]
@@ -89,9 +116,22 @@ def test_any_step_on_a_full_disk_names_its_output_in_one_line(small_disk, tmp_pa
     (small_disk / "parsed").mkdir()
     _fill(small_disk, 0)
     out = small_disk / "parsed" / "pubmed26n0001.parquet"
-    done = subprocess.run([sys.executable, "-m", "workflow_scripts.corpus.parse_corpus_file",
-                           "--settings", str(settings), "--in", str(raw), "--out", str(out)],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "workflow_scripts.corpus.parse_corpus_file",
+            "--settings",
+            str(settings),
+            "--in",
+            str(raw),
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 2, done.stderr[-2000:]
     errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
     assert "Traceback" not in done.stderr

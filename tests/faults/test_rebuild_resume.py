@@ -16,6 +16,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pretrain_fixtures as fx
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -25,8 +26,6 @@ from safetensors.torch import load_file
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.pretrain import pretrain as pretrain_cli
 
-import pretrain_fixtures as fx
-
 torch.set_num_threads(1)
 DECLARED = ("model.safetensors", "config.json", "provenance.json")
 
@@ -34,8 +33,18 @@ DECLARED = ("model.safetensors", "config.json", "provenance.json")
 def _train(root: Path) -> Path:
     index = fx.pack(root / "corpus", root / "vocab", root / "results" / "packed")
     out = root / "results" / "model"
-    pretrain_cli.main(["--settings", str(root / "settings.yaml"), "--packed", str(index),
-                       "--tokenizer", str(root / "vocab"), "--out", str(out)])
+    pretrain_cli.main(
+        [
+            "--settings",
+            str(root / "settings.yaml"),
+            "--packed",
+            str(index),
+            "--tokenizer",
+            str(root / "vocab"),
+            "--out",
+            str(out),
+        ]
+    )
     return out
 
 

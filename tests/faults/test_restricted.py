@@ -61,12 +61,23 @@ def test_tables_and_plots_mark_every_cell_and_label_from_mimic(study, tmp_path, 
         path = tmp_path / r["metrics"]
         path.parent.mkdir(parents=True, exist_ok=True)
         score = 0.5 + 0.01 * r["seed"]
-        path.write_text(json.dumps({  # as workflow_scripts.finetune.finetune writes it
-            "model": r["model"], "task": r["task"], "fold": r["fold"], "seed": r["seed"],
-            "metric": fs["task"]["metric"], "dev": {"score": score},
-            "test": {"score": score, **{name: score for name in metric_names(fs["task"]["metric"])}},
-            "best_step": 1, "steps": 2, "restricted": fs["model"]["restricted"] or fs["task"]["restricted"],
-            "runtime_s": 1.0}))
+        path.write_text(
+            json.dumps(
+                {  # as workflow_scripts.finetune.finetune writes it
+                    "model": r["model"],
+                    "task": r["task"],
+                    "fold": r["fold"],
+                    "seed": r["seed"],
+                    "metric": fs["task"]["metric"],
+                    "dev": {"score": score},
+                    "test": {"score": score, **{name: score for name in metric_names(fs["task"]["metric"])}},
+                    "best_step": 1,
+                    "steps": 2,
+                    "restricted": fs["model"]["restricted"] or fs["task"]["restricted"],
+                    "runtime_s": 1.0,
+                }
+            )
+        )
     for model in ("demo-roberta", "demo-roberta-m3"):
         log = tmp_path / settings["pretrain_logs"][model]
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -88,8 +99,15 @@ def test_tables_and_plots_mark_every_cell_and_label_from_mimic(study, tmp_path, 
     for vocab in ("demo-wordpiece", "clin-voc"):
         diag = tmp_path / settings["vocab_diagnostics"][vocab]
         diag.parent.mkdir(parents=True, exist_ok=True)
-        diag.write_text(json.dumps({"tokenizers": {vocab: {"size": 1200, "fragmentation": {
-            "demo-ner": {"all_words": 1.3, "entity_words": 1.9}}}}}))
+        diag.write_text(
+            json.dumps(
+                {
+                    "tokenizers": {
+                        vocab: {"size": 1200, "fragmentation": {"demo-ner": {"all_words": 1.3, "entity_words": 1.9}}}
+                    }
+                }
+            )
+        )
     figures, save = {}, plots._save
 
     def capture(fig, p):
@@ -120,15 +138,27 @@ def test_heldout_table_marks_models_whose_provenance_chain_reaches_mimic(tmp_pat
         corpus[name] = tmp_path / "corpus" / name
         corpus[name].mkdir(parents=True)
         (corpus[name] / "stats.json").write_text("{}")
-        provenance.record(corpus[name], step="corpus.build", inputs={}, outputs=[corpus[name] / "stats.json"],
-                          restricted=kind == "mimic")
+        provenance.record(
+            corpus[name],
+            step="corpus.build",
+            inputs={},
+            outputs=[corpus[name] / "stats.json"],
+            restricted=kind == "mimic",
+        )
     models = []
     for name, data in (("base", "pm"), ("clinical", "m3")):
         out = tmp_path / "pretrain" / name
         out.mkdir(parents=True)
-        provenance.record(out, step="pretrain", inputs={"corpus": [str(corpus[data])]}, params={"name": name},
-                          extra={"result": {"heldout_loss": 2.0, "steps": 4, "heldout_masked_tokens": 100},
-                                 "model": {"config": {"num_hidden_layers": 2}, "parameters": 1000}})
+        provenance.record(
+            out,
+            step="pretrain",
+            inputs={"corpus": [str(corpus[data])]},
+            params={"name": name},
+            extra={
+                "result": {"heldout_loss": 2.0, "steps": 4, "heldout_masked_tokens": 100},
+                "model": {"config": {"num_hidden_layers": 2}, "parameters": 1000},
+            },
+        )
         models.append(str(out))
     heldout_table.main(["--model", *models, "--out", str(tmp_path / "tables")])
     with open(tmp_path / "tables" / "heldout_mlm.csv", newline="") as fh:

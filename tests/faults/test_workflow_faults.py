@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from workflow_harness import ROOT, copy_demo, planned_jobs, run_demo, snakemake
+
 from workflow_scripts.config.study import load_study
 from workflow_scripts.corpus.mimic import Note, iter_notes
 from workflow_scripts.errors import PipelineError
@@ -26,8 +26,14 @@ def _small_study(demo: Path) -> None:
     cfg = yaml.safe_load((demo / "config.yaml").read_text())
     cfg["corpora"] = {"pubmed": cfg["corpora"]["pubmed"]}
     cfg["vocabularies"] = {"wp": {**cfg["vocabularies"]["demo-wordpiece"], "corpora": ["pubmed"], "compare": []}}
-    pretrain = {**cfg["models"]["demo-roberta"]["pretrain"], "architecture": "bert", "max_steps": 4,
-                "batch_size": 8, "phases": [{"seq_len": 32, "fraction": 1.0}], "checkpoint_every": 2}
+    pretrain = {
+        **cfg["models"]["demo-roberta"]["pretrain"],
+        "architecture": "bert",
+        "max_steps": 4,
+        "batch_size": 8,
+        "phases": [{"seq_len": 32, "fraction": 1.0}],
+        "checkpoint_every": 2,
+    }
     cfg["models"] = {"tiny": {"kind": "pretrain", "vocab": "wp", "corpora": ["pubmed"], "pretrain": pretrain}}
     task = cfg["tasks"]["demo-ner"]
     task["finetune"] = {**task["finetune"], "epochs": 1}

@@ -33,7 +33,10 @@ def test_placeholder_names_the_key_to_set():
 
 
 def test_unknown_partition_lists_the_cluster_partitions():
-    with pytest.raises(PipelineError, match=r"slurm_partition 'gpus' of rule finetune is not a partition of this cluster \(sinfo lists: cpu, gpu\)"):
+    with pytest.raises(
+        PipelineError,
+        match=r"slurm_partition 'gpus' of rule finetune is not a partition of this cluster \(sinfo lists: cpu, gpu\)",
+    ):
         slurm_partitions.check({"gpus": ["finetune"]}, {"cpu", "gpu"})
 
 

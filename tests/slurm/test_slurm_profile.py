@@ -66,7 +66,10 @@ def cluster(tmp_path_factory):
     try:
         started = subprocess.run(
             [str(HERE / "start-local-slurm.sh"), str(directory)],
-            env=env, capture_output=True, text=True, timeout=600,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
         )
         assert started.returncode == 0, started.stdout + started.stderr
         env["SLURM_CONF"] = str(directory / "slurm.conf")
@@ -107,15 +110,29 @@ def demo_copy(dest: Path) -> Path:
 
 def snakemake_command(*args: str) -> list[str]:
     # `timeout -k`: a snakemake stuck polling the cluster ignores SIGTERM
-    return ["timeout", "-k", "20", str(RUN_LIMIT), str(BIN / "snakemake"), *args,
-            "--snakefile", str(ROOT / "Snakefile"), "--configfile", "overrides.yaml"]
+    return [
+        "timeout",
+        "-k",
+        "20",
+        str(RUN_LIMIT),
+        str(BIN / "snakemake"),
+        *args,
+        "--snakefile",
+        str(ROOT / "Snakefile"),
+        "--configfile",
+        "overrides.yaml",
+    ]
 
 
 def start_slurm_run(work: Path, env: dict, home: Path, log: Path) -> subprocess.Popen:
     with log.open("w") as out:
         return subprocess.Popen(
             snakemake_command(TARGET, "--profile", "slurm"),
-            cwd=work, env={**env, "XDG_CONFIG_HOME": str(home)}, stdout=out, stderr=subprocess.STDOUT, text=True,
+            cwd=work,
+            env={**env, "XDG_CONFIG_HOME": str(home)},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
 
 
@@ -130,8 +147,14 @@ def submitted(log: Path) -> list[tuple[str, str]]:
 
 
 def sacct_jobs(env: dict) -> dict[str, str]:
-    out = subprocess.run(["sacct", "-n", "-X", "-P", "-S", "now-1days", "-o", "JobID,State"],
-                         env=env, capture_output=True, text=True, check=True, timeout=60).stdout
+    out = subprocess.run(
+        ["sacct", "-n", "-X", "-P", "-S", "now-1days", "-o", "JobID,State"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
     return dict(line.split("|", 1) for line in out.splitlines() if line)
 
 
@@ -166,8 +189,14 @@ def local_run(tmp_path_factory):
         pytest.skip(_skip_reason())
     work = demo_copy(tmp_path_factory.mktemp("local"))
     env = {**os.environ, "PATH": os.pathsep.join([str(BIN), os.environ.get("PATH", "")])}
-    proc = subprocess.run(snakemake_command(TARGET, "--cores", "2"), cwd=work, env=env, capture_output=True,
-                          text=True, timeout=RUN_LIMIT + 60)
+    proc = subprocess.run(
+        snakemake_command(TARGET, "--cores", "2"),
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=RUN_LIMIT + 60,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return work
 
@@ -186,8 +215,12 @@ def slurm_runs(cluster, tmp_path_factory):
     first_log, second_log = tmp / "first.log", tmp / "second.log"
     proc = start_slurm_run(work, cluster, home, first_log)
     try:
-        job = wait_until(lambda: next((j for j, rule in submitted(first_log) if rule == "pretrain"), None),
-                         RUN_LIMIT, "the pretraining job's submission", proc)
+        job = wait_until(
+            lambda: next((j for j, rule in submitted(first_log) if rule == "pretrain"), None),
+            RUN_LIMIT,
+            "the pretraining job's submission",
+            proc,
+        )
         latest = work / STATE / "latest"
         wait_until(latest.exists, 600, f"a checkpoint in {STATE}", proc)
         subprocess.run(["scancel", "--signal=TERM", job], env=cluster, check=True, timeout=60)
@@ -199,8 +232,13 @@ def slurm_runs(cluster, tmp_path_factory):
     checkpoint_step = int(latest.read_text().split("~")[-1])
     second_rc = slurm_run(work, cluster, home, second_log)
     return {
-        "work": work, "first_rc": first_rc, "second_rc": second_rc, "signalled": job,
-        "checkpoint_step": checkpoint_step, "first_log": first_log, "second_log": second_log,
+        "work": work,
+        "first_rc": first_rc,
+        "second_rc": second_rc,
+        "signalled": job,
+        "checkpoint_step": checkpoint_step,
+        "first_log": first_log,
+        "second_log": second_log,
         "sacct": sacct_jobs(cluster),
     }
 
@@ -243,9 +281,14 @@ def misconfigured_run(cluster, tmp: Path, **site: str | None) -> tuple[subproces
     home = install_profile(tmp / "xdg", **site)
     work = demo_copy(tmp)
     before = set(sacct_jobs(cluster))
-    proc = subprocess.run(snakemake_command(TARGET, "--profile", "slurm"), cwd=work,
-                          env={**cluster, "XDG_CONFIG_HOME": str(home)}, capture_output=True, text=True,
-                          timeout=RUN_LIMIT + 60)
+    proc = subprocess.run(
+        snakemake_command(TARGET, "--profile", "slurm"),
+        cwd=work,
+        env={**cluster, "XDG_CONFIG_HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=RUN_LIMIT + 60,
+    )
     return proc, set(sacct_jobs(cluster)) - before
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import yaml
 
-from workflow_scripts.typed import to_dict
 from workflow_scripts.corpus.settings import load, parse_view
+from workflow_scripts.typed import to_dict
 
 
 def parse_settings(corpus_settings: Path) -> Path:

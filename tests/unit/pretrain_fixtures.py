@@ -37,7 +37,9 @@ TEMPLATES = [
 def sentences(n: int, seed: int = 0) -> list[str]:
     rng = random.Random(seed)
     return [
-        rng.choice(TEMPLATES).format(drug=rng.choice(DRUGS), disease=rng.choice(DISEASES), gene=rng.choice(GENES), organ=rng.choice(ORGANS))
+        rng.choice(TEMPLATES).format(
+            drug=rng.choice(DRUGS), disease=rng.choice(DISEASES), gene=rng.choice(GENES), organ=rng.choice(ORGANS)
+        )
         for _ in range(n)
     ]
 
@@ -45,7 +47,7 @@ def sentences(n: int, seed: int = 0) -> list[str]:
 def documents(n_docs: int, seed: int = 0) -> list[str]:
     rng = random.Random(seed)
     sents = sentences(n_docs * 6, seed)
-    return [" ".join(sents[i * 6: i * 6 + rng.randint(2, 6)]) for i in range(n_docs)]
+    return [" ".join(sents[i * 6 : i * 6 + rng.randint(2, 6)]) for i in range(n_docs)]
 
 
 def make_corpus(directory: Path, n_docs: int = 300, seed: int = 0, shards: int = 1) -> Path:
@@ -53,8 +55,10 @@ def make_corpus(directory: Path, n_docs: int = 300, seed: int = 0, shards: int =
     docs = documents(n_docs, seed)
     per = (len(docs) + shards - 1) // shards
     for k in range(shards):
-        chunk = docs[k * per:(k + 1) * per]
-        table = pa.table({"id": [f"doc{seed}-{k}-{i}" for i in range(len(chunk))], "source": ["test"] * len(chunk), "text": chunk})
+        chunk = docs[k * per : (k + 1) * per]
+        table = pa.table(
+            {"id": [f"doc{seed}-{k}-{i}" for i in range(len(chunk))], "source": ["test"] * len(chunk), "text": chunk}
+        )
         pq.write_table(table, directory / f"shard~{k}.parquet")
     (directory / "stats.json").write_text(json.dumps({"documents": len(docs)}))
     (directory / "provenance.json").write_text(json.dumps({"step": "test-corpus", "seed": seed, "restricted": False}))
@@ -74,8 +78,12 @@ def make_wordpiece(directory: Path, texts: list[str], vocab_size: int = 200) -> 
     tok.decoder = decoders.WordPiece()
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     tok.train_from_iterator(texts, trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=specials))
-    tok.post_processor = processors.BertProcessing(("[SEP]", tok.token_to_id("[SEP]")), ("[CLS]", tok.token_to_id("[CLS]")))
-    return _save(tok, directory, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
+    tok.post_processor = processors.BertProcessing(
+        ("[SEP]", tok.token_to_id("[SEP]")), ("[CLS]", tok.token_to_id("[CLS]"))
+    )
+    return _save(
+        tok, directory, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]"
+    )
 
 
 def make_bpe(directory: Path, texts: list[str], vocab_size: int = 300) -> Path:
@@ -83,11 +91,26 @@ def make_bpe(directory: Path, texts: list[str], vocab_size: int = 300) -> Path:
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
-    tok.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=specials,
-                                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    tok.post_processor = processors.RobertaProcessing(("</s>", tok.token_to_id("</s>")), ("<s>", tok.token_to_id("<s>")))
-    return _save(tok, directory, bos_token="<s>", eos_token="</s>", cls_token="<s>", sep_token="</s>", pad_token="<pad>",
-                 unk_token="<unk>", mask_token="<mask>")
+    tok.train_from_iterator(
+        texts,
+        trainers.BpeTrainer(
+            vocab_size=vocab_size, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+        ),
+    )
+    tok.post_processor = processors.RobertaProcessing(
+        ("</s>", tok.token_to_id("</s>")), ("<s>", tok.token_to_id("<s>"))
+    )
+    return _save(
+        tok,
+        directory,
+        bos_token="<s>",
+        eos_token="</s>",
+        cls_token="<s>",
+        sep_token="</s>",
+        pad_token="<pad>",
+        unk_token="<unk>",
+        mask_token="<mask>",
+    )
 
 
 def make_sentencepiece(directory: Path, texts: list[str], vocab_size: int = 200) -> Path:
@@ -95,8 +118,12 @@ def make_sentencepiece(directory: Path, texts: list[str], vocab_size: int = 200)
     tok.pre_tokenizer = pre_tokenizers.Metaspace()
     tok.decoder = decoders.Metaspace()
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    tok.train_from_iterator(texts, trainers.UnigramTrainer(vocab_size=vocab_size, special_tokens=specials, unk_token="[UNK]"))
-    return _save(tok, directory, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
+    tok.train_from_iterator(
+        texts, trainers.UnigramTrainer(vocab_size=vocab_size, special_tokens=specials, unk_token="[UNK]")
+    )
+    return _save(
+        tok, directory, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]"
+    )
 
 
 def corpus_and_tokenizers(root: Path, shards: int = 1) -> dict:
@@ -112,9 +139,19 @@ def corpus_and_tokenizers(root: Path, shards: int = 1) -> dict:
 
 
 TINY = {
-    "architecture": "bert", "size": "tiny", "max_steps": 30, "batch_size": 8, "phases": [{"seq_len": 32, "fraction": 1.0}],
-    "lr": 2e-3, "warmup_ratio": 0.1, "log_every": 5, "checkpoint_every": 10, "precision": "fp32",
-    "heldout_fraction": 0.1, "num_threads": 1, "seed": 7,
+    "architecture": "bert",
+    "size": "tiny",
+    "max_steps": 30,
+    "batch_size": 8,
+    "phases": [{"seq_len": 32, "fraction": 1.0}],
+    "lr": 2e-3,
+    "warmup_ratio": 0.1,
+    "log_every": 5,
+    "checkpoint_every": 10,
+    "precision": "fp32",
+    "heldout_fraction": 0.1,
+    "num_threads": 1,
+    "seed": 7,
 }
 
 
@@ -124,8 +161,15 @@ def write_settings(path: Path, name: str = "m", key: str = "pretrain", **overrid
     return path
 
 
-def pretrain(base: dict, tmp_path: Path, name: str = "m", tokenizer: str = "wordpiece", init: Path | None = None,
-             stop_after: int | None = None, **overrides) -> Path:
+def pretrain(
+    base: dict,
+    tmp_path: Path,
+    name: str = "m",
+    tokenizer: str = "wordpiece",
+    init: Path | None = None,
+    stop_after: int | None = None,
+    **overrides,
+) -> Path:
     """Run the pretraining CLI on ``base["corpus"]`` from a tokenizer of ``base`` or from ``init``."""
     settings = write_settings(tmp_path / f"{name}.yaml", name, **overrides)
     out = tmp_path / name
@@ -143,7 +187,19 @@ def pack(corpus: Path, tokenizer: Path, root: Path, seq_len: int = 32, heldout_f
     dirs = []
     for shard in sorted(corpus.glob("shard~*.parquet")):
         dirs.append(base / shard.stem)
-        pack_cli.main(["--shard", str(shard), "--tokenizer", str(tokenizer), "--seq-len", str(seq_len),
-                       "--heldout-fraction", str(heldout_fraction), "--out", str(dirs[-1])])
+        pack_cli.main(
+            [
+                "--shard",
+                str(shard),
+                "--tokenizer",
+                str(tokenizer),
+                "--seq-len",
+                str(seq_len),
+                "--heldout-fraction",
+                str(heldout_fraction),
+                "--out",
+                str(dirs[-1]),
+            ]
+        )
     build_index(corpus.name, dirs, base / "index.json")
     return base / "index.json"

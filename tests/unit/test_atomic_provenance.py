@@ -56,9 +56,7 @@ def test_record_checksums_inputs_and_propagates_restriction(tmp_path, monkeypatc
     provenance.record(model, step="pretrain", inputs={"corpus": corpus})
     downstream = provenance.load(model / "provenance.json")
     assert downstream["restricted"] is True
-    assert downstream["inputs"]["corpus"]["provenance_sha256"] == provenance.sha256_file(
-        corpus / "provenance.json"
-    )
+    assert downstream["inputs"]["corpus"]["provenance_sha256"] == provenance.sha256_file(corpus / "provenance.json")
 
 
 def test_credentials_never_reach_the_record(tmp_path, monkeypatch):

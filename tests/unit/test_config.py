@@ -7,17 +7,17 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal
 
 import pytest
 import yaml
 
-from workflow_scripts.typed import parse
 from workflow_scripts.config import schema as schema_mod
 from workflow_scripts.config.plan import corpus_files, fetch_table, finetune_runs
 from workflow_scripts.config.validate import load_config
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.tasks.registry import load_registry
+from workflow_scripts.typed import parse
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "schemas" / "config.schema.yaml"
@@ -42,7 +42,7 @@ class Outer:
     mode: Literal["a", "b"] = field(default="a", metadata={"help": "mode"})
     sizes: list[int] = field(default_factory=list, metadata={"help": "sizes"})
     inner: Inner = field(default_factory=Inner, metadata={"help": "inner"})
-    maybe: Optional[int] = field(default=None, metadata={"help": "optional"})
+    maybe: int | None = field(default=None, metadata={"help": "optional"})
 
 
 def test_parse_builds_nested_dataclasses():
@@ -154,7 +154,10 @@ def test_each_finetune_value_comes_from_the_first_level_that_sets_it():
 
 def test_job_resources_come_from_the_rule_or_the_model():
     cfg = full_config()
-    cfg["models"]["ours-large-pm-voc"] = {**cfg["models"]["ours-base-pm-voc"], "resources": {"gpu": 32, "nodes": 4, "threads": 32}}
+    cfg["models"]["ours-large-pm-voc"] = {
+        **cfg["models"]["ours-base-pm-voc"],
+        "resources": {"gpu": 32, "nodes": 4, "threads": 32},
+    }
     study = load_config(cfg, SCHEMA)
     assert (study.job_resources("pretrain").gpu, study.job_resources("pretrain").nodes) == (16, 2)
     large = study.job_resources("pretrain", "ours-large-pm-voc")
@@ -168,9 +171,15 @@ def test_job_resources_come_from_the_rule_or_the_model():
     "change, message",
     [
         (lambda c: c["resources"].update(pretrian={"gpu": 8}), "resources.pretrian: not a rule with sized jobs"),
-        (lambda c: c["resources"]["pretrain"].update(gpu=12, nodes=5), "resources.pretrain.gpu: 12 GPUs cannot be split evenly over 5 nodes"),
+        (
+            lambda c: c["resources"]["pretrain"].update(gpu=12, nodes=5),
+            "resources.pretrain.gpu: 12 GPUs cannot be split evenly over 5 nodes",
+        ),
         (lambda c: c["resources"]["finetune"].update(threads=0), "resources.finetune.threads: must be at least 1"),
-        (lambda c: c["models"]["pubmedbert"].update(resources={"gpu": 1}), "models.pubmedbert.resources: only models trained here"),
+        (
+            lambda c: c["models"]["pubmedbert"].update(resources={"gpu": 1}),
+            "models.pubmedbert.resources: only models trained here",
+        ),
     ],
 )
 def test_bad_job_resources_are_named(change, message):
@@ -189,9 +198,7 @@ def test_init_cycle_is_refused():
 
 
 def test_schema_file_is_generated_from_the_dataclasses():
-    assert SCHEMA.read_text() == schema_mod.render(), (
-        "schemas/config.schema.yaml is stale: run `make schema`"
-    )
+    assert SCHEMA.read_text() == schema_mod.render(), "schemas/config.schema.yaml is stale: run `make schema`"
 
 
 def _pins(lines) -> dict[str, str]:
@@ -231,4 +238,6 @@ def test_continuing_a_model_with_another_objective_is_refused():
         }
 
     msg = _bad(electra_from_roberta)
-    assert msg.startswith("models.electra-from-roberta.pretrain.objective: 'ours-base-pm-voc' was trained with objective mlm")
+    assert msg.startswith(
+        "models.electra-from-roberta.pretrain.objective: 'ours-base-pm-voc' was trained with objective mlm"
+    )

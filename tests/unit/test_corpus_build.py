@@ -9,6 +9,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from corpus_fixtures import parse_settings
 
 from workflow_scripts.corpus.build_corpus import main as build_main
 from workflow_scripts.corpus.dedup import MinHasher
@@ -17,8 +18,6 @@ from workflow_scripts.corpus.records import row, write_parsed
 from workflow_scripts.corpus.updates import resolve_updates
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.tasks.prepare_task import TEST_TEXTS
-
-from corpus_fixtures import parse_settings
 
 FIX = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "corpus"
 
@@ -54,9 +53,10 @@ def test_updates_versions_and_deletions(tmp_path):
     out = tmp_path / "corpus"
     build_main(["--settings", str(s), "--in", *files, "--out", str(out)])
     stats = json.loads((out / "stats.json").read_text())
-    assert {k: stats["input"][k] for k in ("rows", "replaced", "deleted", "delete_not_found",
-                                           "superseded_versions", "documents")} == {
-        "rows": 8, "replaced": 1, "deleted": 2, "delete_not_found": 1, "superseded_versions": 1, "documents": 4}
+    assert {
+        k: stats["input"][k]
+        for k in ("rows", "replaced", "deleted", "delete_not_found", "superseded_versions", "documents")
+    } == {"rows": 8, "replaced": 1, "deleted": 2, "delete_not_found": 1, "superseded_versions": 1, "documents": 4}
     assert {k: v for k, v in stats["dropped"].items() if v} == {"language": 1}
     docs = {d["id"]: d for d in read_docs(out)}
     assert sorted(docs) == ["pubmed:101", "pubmed:102", "pubmed:106"]
@@ -107,11 +107,24 @@ def test_decontamination_drops_documents_holding_test_text(tmp_path):
     task.write_text(json.dumps({"id": "t1", "texts": [words]}) + "\n")
     other = tmp_path / "tasks" / "hoc" / TEST_TEXTS
     other.parent.mkdir()
-    other.write_text(json.dumps({"id": "h1", "texts": ["Revised: plasma warfarin decayed exponentially in all subjects."]})
-                     + "\n")
+    other.write_text(
+        json.dumps({"id": "h1", "texts": ["Revised: plasma warfarin decayed exponentially in all subjects."]}) + "\n"
+    )
     out = tmp_path / "c"
-    build_main(["--settings", str(s), "--in", *files, "--out", str(out),
-                "--decontaminate", str(task), "--decontaminate", str(other)])
+    build_main(
+        [
+            "--settings",
+            str(s),
+            "--in",
+            *files,
+            "--out",
+            str(out),
+            "--decontaminate",
+            str(task),
+            "--decontaminate",
+            str(other),
+        ]
+    )
     stats = json.loads((out / "stats.json").read_text())
     assert stats["dropped"]["contaminated"] == 2
     assert stats["decontamination"]["tasks"] == {"ncbi_disease": 1, "hoc": 1}

@@ -22,18 +22,25 @@ GERMAN = "Die Patienten wurden mit Aspirin behandelt und die Ergebnisse der Stud
 SPANISH = "Los pacientes fueron tratados con aspirina y los resultados del estudio se presentan en la tabla."
 
 
-@pytest.mark.parametrize("text,lang", [(ENGLISH, "en"), (FRENCH, "fr"), (GERMAN, "de"), (SPANISH, "es"),
-                                       ("Sinus rhythm. Normal ECG.", "und")])
+@pytest.mark.parametrize(
+    "text,lang",
+    [(ENGLISH, "en"), (FRENCH, "fr"), (GERMAN, "de"), (SPANISH, "es"), ("Sinus rhythm. Normal ECG.", "und")],
+)
 def test_detect_language(text, lang):
     assert detect_language(text) == lang
 
 
 def test_sentence_split_respects_abbreviations_and_lines():
-    text = ("Dose was 5 mg, e.g. in adults. Smith et al. reported it. See Fig. 2 for details.\n"
-            "METHODS: We ran it. It worked!")
+    text = (
+        "Dose was 5 mg, e.g. in adults. Smith et al. reported it. See Fig. 2 for details.\n"
+        "METHODS: We ran it. It worked!"
+    )
     assert split_sentences(text).split("\n") == [
-        "Dose was 5 mg, e.g. in adults.", "Smith et al. reported it.", "See Fig. 2 for details.",
-        "METHODS: We ran it.", "It worked!",
+        "Dose was 5 mg, e.g. in adults.",
+        "Smith et al. reported it.",
+        "See Fig. 2 for details.",
+        "METHODS: We ran it.",
+        "It worked!",
     ]
 
 
@@ -55,7 +62,7 @@ def test_minhash_finds_near_duplicates_only():
     one_word = docs[7].split()
     one_word[60] = "changed"
     half = docs[9].split()[:60] + _doc(rng, 60).split()
-    docs += [" ".join(one_word), " ".join(half), _doc(rng)]   # Jaccard ~0.92, ~0.33, ~0
+    docs += [" ".join(one_word), " ".join(half), _doc(rng)]  # Jaccard ~0.92, ~0.33, ~0
     hasher = MinHasher(num_perm=128, shingle=5, seed=1)
     sigs = np.stack([hasher.signature(d) for d in docs])
     assert np.flatnonzero(find_near_duplicates(sigs, threshold=0.8)).tolist() == [50]
@@ -83,19 +90,44 @@ def _task(tmp_path, name, rows, fold=False):
 
 
 def test_decontamination_index_matches_test_texts(tmp_path):
-    ner = _task(tmp_path, "bc5cdr", [{"id": "1", "tokens": "Cisplatin induced nephropathy in patients with "
-                                      "lung adenocarcinoma treated at two centres".split(), "tags": []}])
-    qa = _task(tmp_path, "pubmedqa", [{"id": "q", "question": "Does aspirin work?",
-                                      "context": "Aspirin reduced the risk of stroke in elderly patients with "
-                                                 "atrial fibrillation in a large randomised trial.", "label": "yes"}],
-               fold=True)
+    ner = _task(
+        tmp_path,
+        "bc5cdr",
+        [
+            {
+                "id": "1",
+                "tokens": "Cisplatin induced nephropathy in patients with "
+                "lung adenocarcinoma treated at two centres".split(),
+                "tags": [],
+            }
+        ],
+    )
+    qa = _task(
+        tmp_path,
+        "pubmedqa",
+        [
+            {
+                "id": "q",
+                "question": "Does aspirin work?",
+                "context": "Aspirin reduced the risk of stroke in elderly patients with "
+                "atrial fibrillation in a large randomised trial.",
+                "label": "yes",
+            }
+        ],
+        fold=True,
+    )
     idx = NgramIndex(ngram=5, threshold=0.5, min_words=8)
     assert idx.add_task(ner) == 1 and idx.add_task(qa) == 1
     assert idx.skipped_short == 1  # the short question
     doc = "Background. Cisplatin-induced nephropathy in patients with lung adenocarcinoma treated at two centres."
     assert idx.match(doc) == "bc5cdr"
-    assert idx.match("In a large randomised trial, aspirin reduced the risk of stroke in elderly patients "
-                     "with atrial fibrillation.") == "pubmedqa"
+    assert (
+        idx.match(
+            "In a large randomised trial, aspirin reduced the risk of stroke in elderly patients "
+            "with atrial fibrillation."
+        )
+        == "pubmedqa"
+    )
     assert idx.match("Aspirin reduced the risk of stroke in elderly patients.") is None  # under half
     assert word_tokens("Cisplatin-induced (CDDP)") == ["cisplatin", "induced", "cddp"]
 

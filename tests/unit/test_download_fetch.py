@@ -96,8 +96,18 @@ def server():
 def test_plain_download_with_md5_url_saves_file_md5_and_provenance(server, tmp_path):
     _, base = server
     out = tmp_path / "pubmed26n0001.xml.gz"
-    main(["--url", f"{base}/ok/pubmed26n0001.xml.gz", "--out", str(out),
-          "--md5-url", f"{base}/ok/pubmed26n0001.xml.gz.md5", "--backoff", "0.01"])
+    main(
+        [
+            "--url",
+            f"{base}/ok/pubmed26n0001.xml.gz",
+            "--out",
+            str(out),
+            "--md5-url",
+            f"{base}/ok/pubmed26n0001.xml.gz.md5",
+            "--backoff",
+            "0.01",
+        ]
+    )
     assert out.read_bytes() == PAYLOAD
     assert (tmp_path / "pubmed26n0001.xml.gz.md5").read_text() == f"MD5(pubmed26n0001.xml.gz)= {MD5}\n"
     rec = json.loads((tmp_path / "pubmed26n0001.xml.gz.provenance.json").read_text())
@@ -126,8 +136,20 @@ def test_checksum_mismatch_deletes_file_and_names_both_digests(server, tmp_path)
     srv, base = server
     out = tmp_path / "f.xml.gz"
     with pytest.raises(PipelineError) as err:
-        main(["--url", f"{base}/badmd5/f.xml.gz", "--out", str(out), "--md5-url", f"{base}/badmd5/f.xml.gz.md5",
-              "--retries", "1", "--backoff", "0.01"])
+        main(
+            [
+                "--url",
+                f"{base}/badmd5/f.xml.gz",
+                "--out",
+                str(out),
+                "--md5-url",
+                f"{base}/badmd5/f.xml.gz.md5",
+                "--retries",
+                "1",
+                "--backoff",
+                "0.01",
+            ]
+        )
     msg = str(err.value)
     assert "f.xml.gz" in msg and "0" * 32 in msg and MD5 in msg
     assert not out.exists() and not list(tmp_path.glob("*.part")) and not (tmp_path / "f.xml.gz.md5").exists()
@@ -154,8 +176,7 @@ def test_file_url_and_sha256(tmp_path):
     src.parent.mkdir()
     src.write_bytes(PAYLOAD)
     out = tmp_path / "raw" / "NOTEEVENTS.csv.gz"
-    main(["--url", src.as_uri(), "--out", str(out), "--sha256", hashlib.sha256(PAYLOAD).hexdigest(),
-          "--restricted"])
+    main(["--url", src.as_uri(), "--out", str(out), "--sha256", hashlib.sha256(PAYLOAD).hexdigest(), "--restricted"])
     assert out.read_bytes() == PAYLOAD
     assert json.loads((tmp_path / "raw" / "NOTEEVENTS.csv.gz.provenance.json").read_text())["restricted"] is True
 
@@ -191,9 +212,20 @@ def test_physionet_env_credentials_apply_to_physionet_only(monkeypatch, tmp_path
 
 def test_cli_error_is_one_line_with_status_2(tmp_path):
     proc = subprocess.run(
-        [sys.executable, "-m", "workflow_scripts.download.fetch", "--url", (tmp_path / "nope.gz").as_uri(),
-         "--out", str(tmp_path / "o.gz"), "--retries", "0"],
-        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+        [
+            sys.executable,
+            "-m",
+            "workflow_scripts.download.fetch",
+            "--url",
+            (tmp_path / "nope.gz").as_uri(),
+            "--out",
+            str(tmp_path / "o.gz"),
+            "--retries",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
     )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith("error: ") and "nope.gz" in proc.stderr
@@ -220,13 +252,32 @@ def test_sha256sums_file_from_a_local_path(tmp_path, monkeypatch):
     digest = hashlib.sha256(PAYLOAD).hexdigest()
     (src / "SHA256SUMS.txt").write_text(f"{'0' * 64} LICENSE.txt\n{digest} NOTEEVENTS.csv.gz\n")
     monkeypatch.chdir(tmp_path)
-    main(["--url", "raw_source/mimic/NOTEEVENTS.csv.gz", "--out", "results/raw/mimic/NOTEEVENTS.csv.gz",
-          "--sha256-url", "raw_source/mimic/SHA256SUMS.txt", "--restricted"])
+    main(
+        [
+            "--url",
+            "raw_source/mimic/NOTEEVENTS.csv.gz",
+            "--out",
+            "results/raw/mimic/NOTEEVENTS.csv.gz",
+            "--sha256-url",
+            "raw_source/mimic/SHA256SUMS.txt",
+            "--restricted",
+        ]
+    )
     assert (tmp_path / "results/raw/mimic/NOTEEVENTS.csv.gz").read_bytes() == PAYLOAD
     (src / "NOTEEVENTS.csv.gz").write_bytes(PAYLOAD[:-1] + b"x")
     with pytest.raises(PipelineError, match="NOTEEVENTS.csv.gz: download failed.*sha256 mismatch for again.csv.gz"):
-        main(["--url", "raw_source/mimic/NOTEEVENTS.csv.gz", "--out", "results/raw/mimic/again.csv.gz",
-              "--sha256", hashlib.sha256(PAYLOAD).hexdigest(), "--retries", "0"])
+        main(
+            [
+                "--url",
+                "raw_source/mimic/NOTEEVENTS.csv.gz",
+                "--out",
+                "results/raw/mimic/again.csv.gz",
+                "--sha256",
+                hashlib.sha256(PAYLOAD).hexdigest(),
+                "--retries",
+                "0",
+            ]
+        )
 
 
 def test_file_without_source_says_how_to_get_access(tmp_path):
@@ -235,9 +286,17 @@ def test_file_without_source_says_how_to_get_access(tmp_path):
 
     out = tmp_path / "train.tsv"
     result = subprocess.run(
-        [sys.executable, "-m", "workflow_scripts.download.fetch", "--out", str(out),
-         "--access", "Sign the n2c2 data use agreement at the DBMI portal."],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "workflow_scripts.download.fetch",
+            "--out",
+            str(out),
+            "--access",
+            "Sign the n2c2 data use agreement at the DBMI portal.",
+        ],
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1].startswith(f"error: {out}: no download source")

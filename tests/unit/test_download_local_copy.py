@@ -25,8 +25,9 @@ ACCESS = "n2c2 NLP Research Data Sets: sign the Data Use Agreement at the DBMI p
 
 
 def fetch_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "workflow_scripts.download.fetch", *args],
-                          cwd=cwd, capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "workflow_scripts.download.fetch", *args], cwd=cwd, capture_output=True, text=True
+    )
 
 
 def test_local_folder_is_copied_whole_with_every_file_in_its_provenance(tmp_path):
@@ -76,8 +77,16 @@ def test_a_folder_where_a_file_is_declared_says_how_to_declare_it(tmp_path):
 
 def test_credentialed_data_without_local_dir_names_access_and_config_key(tmp_path):
     out = tmp_path / TRAIN
-    result = fetch_cli("--out", str(out), "--directory", "--access", ACCESS,
-                       "--local-dir-key", "tasks.i2b2-2010-re.source.local_dir", cwd=tmp_path)
+    result = fetch_cli(
+        "--out",
+        str(out),
+        "--directory",
+        "--access",
+        ACCESS,
+        "--local-dir-key",
+        "tasks.i2b2-2010-re.source.local_dir",
+        cwd=tmp_path,
+    )
     assert result.returncode == 2
     last = result.stderr.strip().splitlines()[-1]
     assert last == (

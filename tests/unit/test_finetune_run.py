@@ -29,11 +29,36 @@ FILLER = ["the", "patients", "with", "were", "given", "and", "showed", "a", "in"
 
 
 def toy_sentences() -> list[str]:
-    words = CHEMS + DISEASES + FILLER + [
-        "inhibits", "activates", "measured", "identical", "unrelated", "yes", "no", "maybe",
-        "entails", "contradicts", "possibly", "cancer", "heart", "does", "reduce", "risk",
-        "@CHEMICAL$", "@GENE$", "population", "intervention", "outcome", "mortality", "adults",
-    ]
+    words = (
+        CHEMS
+        + DISEASES
+        + FILLER
+        + [
+            "inhibits",
+            "activates",
+            "measured",
+            "identical",
+            "unrelated",
+            "yes",
+            "no",
+            "maybe",
+            "entails",
+            "contradicts",
+            "possibly",
+            "cancer",
+            "heart",
+            "does",
+            "reduce",
+            "risk",
+            "@CHEMICAL$",
+            "@GENE$",
+            "population",
+            "intervention",
+            "outcome",
+            "mortality",
+            "adults",
+        ]
+    )
     rng = random.Random(0)
     return [" ".join(rng.sample(words, 8)) for _ in range(200)] + [" ".join(words)]
 
@@ -51,11 +76,23 @@ def make_bert(path: Path) -> Path:
         ("[SEP]", tok.token_to_id("[SEP]")), ("[CLS]", tok.token_to_id("[CLS]"))
     )
     tok.decoder = decoders.WordPiece()
-    fast = BertTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]",
-                             cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
+    fast = BertTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="[UNK]",
+        pad_token="[PAD]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+    )
     fast.save_pretrained(path)
-    config = BertConfig(vocab_size=len(fast), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=64, max_position_embeddings=128)
+    config = BertConfig(
+        vocab_size=len(fast),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+    )
     torch.manual_seed(0)
     BertForMaskedLM(config).save_pretrained(path)
     return path
@@ -69,14 +106,35 @@ def make_roberta(path: Path) -> Path:
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
-    tok.train_from_iterator(toy_sentences(), trainers.BpeTrainer(
-        vocab_size=400, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    tok.post_processor = processors.RobertaProcessing(("</s>", tok.token_to_id("</s>")), ("<s>", tok.token_to_id("<s>")))
-    fast = RobertaTokenizerFast(tokenizer_object=tok, bos_token="<s>", eos_token="</s>", sep_token="</s>",
-                                cls_token="<s>", unk_token="<unk>", pad_token="<pad>", mask_token="<mask>")
+    tok.train_from_iterator(
+        toy_sentences(),
+        trainers.BpeTrainer(
+            vocab_size=400, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+        ),
+    )
+    tok.post_processor = processors.RobertaProcessing(
+        ("</s>", tok.token_to_id("</s>")), ("<s>", tok.token_to_id("<s>"))
+    )
+    fast = RobertaTokenizerFast(
+        tokenizer_object=tok,
+        bos_token="<s>",
+        eos_token="</s>",
+        sep_token="</s>",
+        cls_token="<s>",
+        unk_token="<unk>",
+        pad_token="<pad>",
+        mask_token="<mask>",
+    )
     fast.save_pretrained(path)
-    config = RobertaConfig(vocab_size=len(fast), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-                           intermediate_size=64, max_position_embeddings=130, pad_token_id=fast.pad_token_id)
+    config = RobertaConfig(
+        vocab_size=len(fast),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=130,
+        pad_token_id=fast.pad_token_id,
+    )
     torch.manual_seed(0)
     RobertaForMaskedLM(config).save_pretrained(path)
     return path
@@ -100,17 +158,26 @@ def ner_row(rng: random.Random, i: int) -> dict:
     for _ in range(rng.randint(4, 9)):
         roll = rng.random()
         if roll < 0.2:
-            tokens.append(rng.choice(CHEMS)); tags.append("B-Chemical")
+            tokens.append(rng.choice(CHEMS))
+            tags.append("B-Chemical")
         elif roll < 0.3:
-            tokens += [rng.choice(DISEASES), "cancer"]; tags += ["B-Disease", "I-Disease"]
+            tokens += [rng.choice(DISEASES), "cancer"]
+            tags += ["B-Disease", "I-Disease"]
         else:
-            tokens.append(rng.choice(FILLER)); tags.append("O")
+            tokens.append(rng.choice(FILLER))
+            tags.append("O")
     return {"id": f"s{i}", "tokens": tokens, "tags": tags}
 
 
 def pico_row(rng, i):
-    vocab = {"adults": "PAR", "population": "PAR", "aspirin": "INT", "intervention": "INT",
-             "mortality": "OUT", "outcome": "OUT"}
+    vocab = {
+        "adults": "PAR",
+        "population": "PAR",
+        "aspirin": "INT",
+        "intervention": "INT",
+        "mortality": "OUT",
+        "outcome": "OUT",
+    }
     tokens = [rng.choice(list(vocab) + FILLER) for _ in range(rng.randint(5, 10))]
     return {"id": f"p{i}", "tokens": tokens, "tags": [vocab.get(t, "O") for t in tokens]}
 
@@ -134,9 +201,11 @@ def doc_row(rng, i):
     words = rng.sample(FILLER, 5)
     labels = []
     if rng.random() < 0.5:
-        words.append("sepsis"); labels.append("infection")
+        words.append("sepsis")
+        labels.append("infection")
     if rng.random() < 0.5:
-        words.append("melanoma"); labels.append("cancer")
+        words.append("melanoma")
+        labels.append("cancer")
     rng.shuffle(words)
     return {"id": f"d{i}", "text": " ".join(words), "labels": sorted(labels)}
 
@@ -144,15 +213,23 @@ def doc_row(rng, i):
 def qa_row(rng, i):
     answer = rng.choice(["yes", "no", "maybe"])
     cue = {"yes": "does", "no": "unrelated", "maybe": "possibly"}[answer]
-    return {"id": f"q{i}", "question": f"{cue} {rng.choice(CHEMS)} reduce risk", "context":
-            " ".join(rng.sample(FILLER, 6)), "label": answer}
+    return {
+        "id": f"q{i}",
+        "question": f"{cue} {rng.choice(CHEMS)} reduce risk",
+        "context": " ".join(rng.sample(FILLER, 6)),
+        "label": answer,
+    }
 
 
 def nli_row(rng, i):
     label = rng.choice(["entailment", "contradiction", "neutral"])
     cue = {"entailment": "entails", "contradiction": "contradicts", "neutral": "possibly"}[label]
-    return {"id": f"n{i}", "text_a": " ".join(rng.sample(FILLER, 5)), "text_b": f"{cue} {rng.choice(DISEASES)}",
-            "label": label}
+    return {
+        "id": f"n{i}",
+        "text_a": " ".join(rng.sample(FILLER, 5)),
+        "text_b": f"{cue} {rng.choice(DISEASES)}",
+        "label": label,
+    }
 
 
 TASKS = {
@@ -173,7 +250,7 @@ def write_task(root: Path, task_type: str, sizes=(96, 32, 32), seed: int = 1, fo
     for fold in range(max(folds, 1)):
         where = task_dir / f"fold~{fold}" if folds else task_dir
         where.mkdir(parents=True, exist_ok=True)
-        for split, n in zip(("train", "dev", "test"), sizes):
+        for split, n in zip(("train", "dev", "test"), sizes, strict=True):
             rows = [make(rng, k) for k in range(n)]
             (where / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return task_dir
@@ -181,41 +258,91 @@ def write_task(root: Path, task_type: str, sizes=(96, 32, 32), seed: int = 1, fo
 
 def task_spec(task_type: str, **extra) -> dict:
     _, metric, labels, negative = TASKS[task_type]
-    spec = {"name": f"toy-{task_type}", "type": task_type, "metric": metric, "labels": labels, "negative_label": negative}
+    spec = {
+        "name": f"toy-{task_type}",
+        "type": task_type,
+        "metric": metric,
+        "labels": labels,
+        "negative_label": negative,
+    }
     spec.update(extra)
     return spec
 
 
-FAST = {"lr": 2e-3, "batch_size": 16, "epochs": 8, "eval_every": 6, "warmup_ratio": 0.0, "dropout": 0.0, "max_length": 64}
+FAST = {
+    "lr": 2e-3,
+    "batch_size": 16,
+    "epochs": 8,
+    "eval_every": 6,
+    "warmup_ratio": 0.0,
+    "dropout": 0.0,
+    "max_length": 64,
+}
 
 
 def write_settings(path: Path, task_type: str, finetune: dict | None = None, **task_extra) -> Path:
-    data = {"model": {"name": "tiny", "restricted": False}, "task": task_spec(task_type, **task_extra),
-            "finetune": {**FAST, **(finetune or {})}}
+    data = {
+        "model": {"name": "tiny", "restricted": False},
+        "task": task_spec(task_type, **task_extra),
+        "finetune": {**FAST, **(finetune or {})},
+    }
     path.write_text(yaml.safe_dump(data))
     return path
 
 
 # regression and multi-label heads first fit the label means, and a random tiny encoder finds a
 # relation's verb from [CLS] late: these need more steps than the other toy tasks
-LONGER = {"similarity": {"epochs": 20, "lr": 1e-3},
-          "doc_classification": {"epochs": 20, "lr": 2e-3, "batch_size": 8},
-          "relation": {"epochs": 16}}
+LONGER = {
+    "similarity": {"epochs": 20, "lr": 1e-3},
+    "doc_classification": {"epochs": 20, "lr": 2e-3, "batch_size": 8},
+    "relation": {"epochs": 16},
+}
 
 
-def run_cli(tmp_path: Path, model: Path, task_type: str, seed: int = 1, finetune=None, task_dir=None,
-            name="run", extra_args=(), **task_extra) -> dict:
+def run_cli(
+    tmp_path: Path,
+    model: Path,
+    task_type: str,
+    seed: int = 1,
+    finetune=None,
+    task_dir=None,
+    name="run",
+    extra_args=(),
+    **task_extra,
+) -> dict:
     task_dir = task_dir or write_task(tmp_path, task_type)
     finetune = {**LONGER.get(task_type, {}), **(finetune or {})}
     settings = write_settings(tmp_path / f"{name}.yaml", task_type, finetune, **task_extra)
     out = tmp_path / name
-    main(["--settings", str(settings), "--model", str(model), "--task-dir", str(task_dir),
-          "--fold", "0", "--seed", str(seed), "--out", str(out), *extra_args])
+    main(
+        [
+            "--settings",
+            str(settings),
+            "--model",
+            str(model),
+            "--task-dir",
+            str(task_dir),
+            "--fold",
+            "0",
+            "--seed",
+            str(seed),
+            "--out",
+            str(out),
+            *extra_args,
+        ]
+    )
     return json.loads((out / "metrics.json").read_text())
 
 
-CHANCE = {"ner": 0.2, "pico": 0.4, "relation": 0.5, "similarity": 0.3, "doc_classification": 0.6,
-          "qa": 0.45, "nli": 0.45}
+CHANCE = {
+    "ner": 0.2,
+    "pico": 0.4,
+    "relation": 0.5,
+    "similarity": 0.3,
+    "doc_classification": 0.6,
+    "qa": 0.45,
+    "nli": 0.45,
+}
 
 
 @pytest.mark.parametrize("task_type", list(TASKS))
@@ -237,7 +364,11 @@ def test_every_task_type_learns_and_writes_its_outputs(tmp_path, bert, task_type
     assert config["finetune"]["batch_size"] == expected["batch_size"] and config["task"]["type"] == task_type
     record = json.loads((out / "provenance.json").read_text())
     assert record["seed"] == 1 and record["restricted"] is False
-    assert {o["path"].rsplit("/", 1)[-1] for o in record["outputs"]} == {"metrics.json", "predictions.jsonl", "config.yaml"}
+    assert {o["path"].rsplit("/", 1)[-1] for o in record["outputs"]} == {
+        "metrics.json",
+        "predictions.jsonl",
+        "config.yaml",
+    }
 
 
 def test_same_seed_same_metrics_and_another_seed_differs(tmp_path, bert):
@@ -269,7 +400,9 @@ def test_flipped_test_labels_change_nothing_that_was_chosen(tmp_path, bert):
     assert flipped["best_step"] == plain["best_step"] and flipped["dev"] == plain["dev"]
     assert flipped["history"] == plain["history"]
     preds = [json.loads(line)["pred"] for line in (tmp_path / "plain" / "predictions.jsonl").read_text().splitlines()]
-    flipped_preds = [json.loads(line)["pred"] for line in (tmp_path / "flipped" / "predictions.jsonl").read_text().splitlines()]
+    flipped_preds = [
+        json.loads(line)["pred"] for line in (tmp_path / "flipped" / "predictions.jsonl").read_text().splitlines()
+    ]
     assert preds == flipped_preds
     assert plain["test"]["score"] > 0.9 and flipped["test"]["score"] < 0.1
 
@@ -286,7 +419,10 @@ def test_long_sentence_is_split_into_windows_and_every_word_is_predicted(tmp_pat
     metrics = run_cli(tmp_path, roberta, "ner", task_dir=task_dir, finetune={"max_length": 24, "window_context": 4})
     assert metrics["encoding"]["sentences_split_into_windows"] >= 1
     assert metrics["features"]["test"] > metrics["examples"]["test"]
-    rows = {json.loads(line)["id"]: json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()}
+    rows = {
+        json.loads(line)["id"]: json.loads(line)
+        for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()
+    }
     assert len(rows["long"]["pred"]) == len(tokens) and rows["long"]["gold"] == tags
     assert metrics["test"]["score"] > CHANCE["ner"]
 
@@ -298,12 +434,15 @@ def test_roberta_sentence_pairs_learn_within_the_models_positions(tmp_path, robe
     assert metrics["test"]["score"] > CHANCE["nli"], metrics["history"]
 
 
-@pytest.mark.parametrize("options", [
-    {"re_input": "markers", "pooling": "cls"},
-    {"re_input": "markers", "pooling": "entity_start"},
-    {"re_input": "dummify", "pooling": "entity_start"},
-    {"re_input": "markers", "pooling": "mention"},
-])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"re_input": "markers", "pooling": "cls"},
+        {"re_input": "markers", "pooling": "entity_start"},
+        {"re_input": "dummify", "pooling": "entity_start"},
+        {"re_input": "markers", "pooling": "mention"},
+    ],
+)
 def test_relation_input_and_pooling_options_learn(tmp_path, roberta, options):
     metrics = run_cli(tmp_path, roberta, "relation", finetune=options)
     assert metrics["test"]["score"] > CHANCE["relation"], metrics["history"]
@@ -377,8 +516,15 @@ def test_features_are_cached_and_reused(tmp_path, bert, caplog):
     second = run_cli(tmp_path, bert, "nli", task_dir=task_dir, name="b", extra_args=["--cache-dir", str(cache_dir)])
     assert "features from cache" in caplog.text
     assert first["dev"] == second["dev"] and first["test"] == second["test"]
-    run_cli(tmp_path, bert, "nli", task_dir=task_dir, name="c", finetune={"max_length": 32},
-            extra_args=["--cache-dir", str(cache_dir)])
+    run_cli(
+        tmp_path,
+        bert,
+        "nli",
+        task_dir=task_dir,
+        name="c",
+        finetune={"max_length": 32},
+        extra_args=["--cache-dir", str(cache_dir)],
+    )
     assert len(list(cache_dir.glob("*.json"))) == 2
 
 
@@ -392,13 +538,29 @@ def test_cli_process_reports_a_bad_setting_in_one_line(tmp_path, bert):
     task_dir = write_task(tmp_path, "nli", sizes=(4, 4, 4))
     settings = write_settings(tmp_path / "s.yaml", "nli", {"warmup_ratio": 1.5})
     proc = subprocess.run(
-        [sys.executable, "-m", "workflow_scripts.finetune.finetune", "--settings", str(settings), "--model", str(bert),
-         "--task-dir", str(task_dir), "--seed", "1", "--out", str(tmp_path / "out")],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "workflow_scripts.finetune.finetune",
+            "--settings",
+            str(settings),
+            "--model",
+            str(bert),
+            "--task-dir",
+            str(task_dir),
+            "--seed",
+            "1",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1] == (
-        f"error: {settings}.finetune.warmup_ratio: must be in [0, 1), got 1.5")
+        f"error: {settings}.finetune.warmup_ratio: must be in [0, 1), got 1.5"
+    )
     assert not (tmp_path / "out").exists()
 
 
@@ -409,20 +571,42 @@ def test_a_preloaded_run_writes_what_a_plain_run_writes(tmp_path, bert):
     settings = write_settings(tmp_path / "preloaded.yaml", "ner", FAST)
     bad = write_settings(tmp_path / "bad.yaml", "ner", {"warmup_ratio": 1.5})
     env = {**os.environ, "WORKFLOW_PRELOAD": "1", "TMPDIR": str(tmp_path), "PYTHONPATH": str(Path.cwd())}
-    command = [sys.executable, "-m", "workflow_scripts.preload", "workflow_scripts.finetune.finetune", "--model",
-               str(bert), "--task-dir", str(task_dir), "--seed", "3"]
+    command = [
+        sys.executable,
+        "-m",
+        "workflow_scripts.preload",
+        "workflow_scripts.finetune.finetune",
+        "--model",
+        str(bert),
+        "--task-dir",
+        str(task_dir),
+        "--seed",
+        "3",
+    ]
     try:
         for name in ("first", "second"):
-            proc = subprocess.run([*command, "--settings", str(settings), "--out", str(tmp_path / name)], env=env,
-                                  capture_output=True, text=True, timeout=300)
+            proc = subprocess.run(
+                [*command, "--settings", str(settings), "--out", str(tmp_path / name)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
             assert proc.returncode == 0, proc.stderr
             assert "workflow_scripts.finetune.finetune INFO toy-ner fold 0 seed 3: dev" in proc.stderr
             preloaded = json.loads((tmp_path / name / "metrics.json").read_text())
             for key in ("dev", "test", "best_step", "history"):
                 assert preloaded[key] == plain[key]
-            assert (tmp_path / name / "predictions.jsonl").read_bytes() == (tmp_path / "plain" / "predictions.jsonl").read_bytes()
-        proc = subprocess.run([*command, "--settings", str(bad), "--out", str(tmp_path / "bad")], env=env,
-                              capture_output=True, text=True, timeout=120)
+            assert (tmp_path / name / "predictions.jsonl").read_bytes() == (
+                tmp_path / "plain" / "predictions.jsonl"
+            ).read_bytes()
+        proc = subprocess.run(
+            [*command, "--settings", str(bad), "--out", str(tmp_path / "bad")],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert proc.returncode == 2
         assert proc.stderr.strip().splitlines()[-1] == f"error: {bad}.finetune.warmup_ratio: must be in [0, 1), got 1.5"
     finally:

@@ -9,12 +9,12 @@ import pytest
 import torch
 import yaml
 
-from workflow_scripts.typed import parse, to_dict
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.finetune import data, settings, tagging
 from workflow_scripts.finetune.decode import decode
 from workflow_scripts.finetune.features import Encoding, entity_spans, insert_markers, windows
 from workflow_scripts.tasks.metrics import compute
+from workflow_scripts.typed import parse, to_dict
 
 TASK = {"name": "toy", "type": "ner", "metric": "entity_f1", "labels": ["O", "B-Disease", "I-Disease"]}
 
@@ -30,7 +30,14 @@ def test_tag_schemes_round_trip_to_the_same_bio_entities(scheme):
 
 def test_bioul_marks_unit_and_last_tokens():
     assert tagging.from_bio(["B-X", "I-X", "I-X", "O", "B-X", "B-Y", "I-Y"], "bioul") == [
-        "B-X", "I-X", "L-X", "O", "U-X", "B-Y", "L-Y"]
+        "B-X",
+        "I-X",
+        "L-X",
+        "O",
+        "U-X",
+        "B-Y",
+        "L-Y",
+    ]
     # a model's stray inside/last tag without a start still decodes to an entity
     assert tagging.to_bio(["O", "L-X", "I-Y"], "bioul") == ["O", "B-X", "B-Y"]
 
@@ -72,8 +79,10 @@ def test_markers_wrap_dummified_entities_and_give_marker_spans():
 
 
 def test_given_entity_spans_take_precedence_over_placeholders():
-    row = {"text": "aspirin blocks COX1", "entities": [{"start": 15, "end": 19, "type": "GENE"},
-                                                     {"start": 0, "end": 7, "type": "CHEMICAL"}]}
+    row = {
+        "text": "aspirin blocks COX1",
+        "entities": [{"start": 15, "end": 19, "type": "GENE"}, {"start": 0, "end": 7, "type": "CHEMICAL"}],
+    }
     text, starts, mentions = insert_markers(row["text"], entity_spans(row))
     assert text == "[E2] aspirin [/E2] blocks [E1] COX1 [/E1]"
     assert [text[s:e] for s, e in starts] == ["[E1]", "[E2]"]
@@ -148,8 +157,10 @@ def test_length_grouped_batches_cover_each_example_once_with_little_padding():
         return sum(max(lengths[i] for i in b) * len(b) - sum(lengths[i] for i in b) for b in batches)
 
     assert padding(grouped) < padding(plain) / 5
-    features = [{"input_ids": [5, 6, 7], "labels": [-100, 1, -100], "example": 0},
-                {"input_ids": [5, 7], "labels": [-100, 2], "example": 1}]
+    features = [
+        {"input_ids": [5, 6, 7], "labels": [-100, 1, -100], "example": 0},
+        {"input_ids": [5, 7], "labels": [-100, 2], "example": 1},
+    ]
     batch = collate(features, pad_id=0, task_type="ner", device="cpu")
     assert batch["input_ids"].tolist() == [[5, 6, 7], [5, 7, 0]]
     assert batch["attention_mask"].tolist() == [[1, 1, 1], [1, 1, 0]]

@@ -52,8 +52,14 @@ class _Job:
 def _submit_flags(res: JobResources) -> list[str]:
     # the full study has a two-node pretraining, so every pretraining job carries the multi-node keys
     job = _Job({**snakemake_resources(res, multi_node_keys=True), "gpu_model": "a100"}, res.threads)
-    params = {"run_uuid": "u", "slurm_logfile": "log", "comment_str": "rule_pretrain",
-              "account": "-A acct", "partition": "-p gpu", "workdir": "/w"}
+    params = {
+        "run_uuid": "u",
+        "slurm_logfile": "log",
+        "comment_str": "rule_pretrain",
+        "account": "-A acct",
+        "partition": "-p gpu",
+        "workdir": "/w",
+    }
     return (get_submit_command(job, params) + set_gres_string(job)).split()
 
 

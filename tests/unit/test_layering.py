@@ -163,9 +163,7 @@ def test_each_rule_runs_the_module_of_its_own_name():
     found = rule_modules(ROOT / "rules")
     assert set(SHARED_STEPS) <= set(found), "a shared-step rule was renamed or removed: update SHARED_STEPS"
     wrong = {
-        rule: module
-        for rule, (stage, module) in found.items()
-        if module != SHARED_STEPS.get(rule, f"{stage}.{rule}")
+        rule: module for rule, (stage, module) in found.items() if module != SHARED_STEPS.get(rule, f"{stage}.{rule}")
     }
     assert not wrong, f"rules/<stage>.smk rule R runs python -m {PACKAGE}.<stage>.R: {wrong}"
     for module in {module for _, module in found.values()}:

@@ -31,8 +31,7 @@ def norm(s: str) -> str:
 
 def pp_style_abstract(c: Citation) -> str:
     """Our sections in pubmed_parser's layout: label (except UNASSIGNED) then text."""
-    return norm(" ".join(((s.label + " ") if s.label and s.label != "UNASSIGNED" else "") + s.text
-                         for s in c.sections))
+    return norm(" ".join(((s.label + " ") if s.label and s.label != "UNASSIGNED" else "") + s.text for s in c.sections))
 
 
 def dropped_text_only(theirs: str, ours: str) -> bool:
@@ -44,8 +43,14 @@ def dropped_text_only(theirs: str, ours: str) -> bool:
 def test_edge_fixture_fields(tmp_path):
     items = list(iter_medline(gz(FIX / "medline_edge.xml", tmp_path)))
     cits = [i for i in items if isinstance(i, Citation)]
-    assert [(c.pmid, c.version) for c in cits] == [("101", 1), ("102", 1), ("102", 2), ("103", 1), ("104", 1),
-                                                   ("105", 1)]
+    assert [(c.pmid, c.version) for c in cits] == [
+        ("101", 1),
+        ("102", 1),
+        ("102", 2),
+        ("103", 1),
+        ("104", 1),
+        ("105", 1),
+    ]
     assert [(d.pmid, d.version) for d in items if isinstance(d, Deletion)] == [("104", 1)]
     first = cits[0]
     assert first.status == "MEDLINE" and first.title == "Binding of TP53 to cisplatin adducts"
@@ -63,13 +68,17 @@ def test_edge_fixture_fields(tmp_path):
     assert document_text(first, section_labels=False, include_title=False).startswith("Cisplatin binds")
 
 
-@pytest.mark.parametrize("path", [
-    DEMO / "baseline" / "pubmed26n0001.xml.gz",
-    DEMO / "baseline" / "pubmed26n0002.xml.gz",
-    DEMO / "updatefiles" / "pubmed26n0003.xml.gz",
-    FIX / "medline_edge.xml",
-    FIX / "medline_update.xml",
-], ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path",
+    [
+        DEMO / "baseline" / "pubmed26n0001.xml.gz",
+        DEMO / "baseline" / "pubmed26n0002.xml.gz",
+        DEMO / "updatefiles" / "pubmed26n0003.xml.gz",
+        FIX / "medline_edge.xml",
+        FIX / "medline_update.xml",
+    ],
+    ids=lambda p: p.name,
+)
 def test_agrees_with_pubmed_parser_on_shared_fields(path, tmp_path):
     """Same articles, PMIDs, titles, languages, publication types and abstracts; where
     pubmed_parser loses nested text, its abstract is ours with characters left out."""
@@ -79,7 +88,7 @@ def test_agrees_with_pubmed_parser_on_shared_fields(path, tmp_path):
     ref = list(pubmed_parser.parse_medline_xml(str(path)))
     assert len(ours) == len(ref)
     lossy = 0
-    for o, r in zip(ours, ref):
+    for o, r in zip(ours, ref, strict=True):
         assert o.pmid == r["pmid"]
         assert o.title == norm(r["title"])
         assert ";".join(o.languages) == r["languages"]
@@ -122,8 +131,7 @@ def test_truncated_gzip_names_file(tmp_path):
 
 def _settings(tmp_path: Path, on_malformed: str) -> Path:
     s = tmp_path / f"s_{on_malformed}.yaml"
-    s.write_text(yaml.safe_dump({"corpus": {"name": "pm", "type": "pubmed",
-                                            "clean": {"on_malformed": on_malformed}}}))
+    s.write_text(yaml.safe_dump({"corpus": {"name": "pm", "type": "pubmed", "clean": {"on_malformed": on_malformed}}}))
     return s
 
 
@@ -157,8 +165,11 @@ def test_old_medline_citation_set_layout_and_medline_dates(tmp_path):
     path = tmp_path / "medline16n0001.xml.gz"
     path.write_bytes(gzip.compress(OLD_LAYOUT))
     items = list(iter_medline(path))
-    assert [(type(i).__name__, i.pmid) for i in items] == [("Citation", "401"), ("Citation", "402"),
-                                                           ("Deletion", "399")]
+    assert [(type(i).__name__, i.pmid) for i in items] == [
+        ("Citation", "401"),
+        ("Citation", "402"),
+        ("Deletion", "399"),
+    ]
     assert [items[0].year, items[1].year] == ["2008", ""]
     assert items[0].title == "Old layout" and items[0].abstract == "Text of 401."
 

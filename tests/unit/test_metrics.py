@@ -124,7 +124,7 @@ def _sentences(rng, n_docs):
 def _or_per_abstract(ids, rows):
     """Our restatement of the reference step: the union of the sentence labels per abstract."""
     docs = {}
-    for ident, row in zip(ids, rows):
+    for ident, row in zip(ids, rows, strict=True):
         docs.setdefault(ident.split("_")[0], set()).update(row)
     return docs
 
@@ -146,8 +146,12 @@ def test_label_micro_f1_is_linkbert_micro_f1_over_document_label_cells():
         assert result["precision"] == pytest.approx(precision)
         mlb = MultiLabelBinarizer(classes=HALLMARKS)
         docs = list(g)
-        sk = f1_score(mlb.fit_transform([sorted(g[d]) for d in docs]), mlb.transform([sorted(p[d]) for d in docs]),
-                      average="micro", zero_division=0)
+        sk = f1_score(
+            mlb.fit_transform([sorted(g[d]) for d in docs]),
+            mlb.transform([sorted(p[d]) for d in docs]),
+            average="micro",
+            zero_division=0,
+        )
         assert result["score"] == pytest.approx(sk)
 
 
@@ -159,12 +163,13 @@ def test_example_f1_is_bio_lm_example_based_f1_with_sentences_or_ed_per_abstract
         ids, gold, pred = _sentences(rng, rng.randint(3, 40))
         g, p = _or_per_abstract(ids, gold), _or_per_abstract(ids, pred)
         keep = [d for d in g if g[d]]  # the reference divides by the gold count: every abstract has a label
-        rows = [(i, a, b) for i, a, b in zip(ids, gold, pred) if i.split("_")[0] in keep]
+        rows = [(i, a, b) for i, a, b in zip(ids, gold, pred, strict=True) if i.split("_")[0] in keep]
         precisions = [len(g[d] & p[d]) / len(p[d]) if p[d] else 0.0 for d in keep]
         recalls = [len(g[d] & p[d]) / len(g[d]) for d in keep]
         mp, mr = np.mean(precisions), np.mean(recalls)
-        result = compute("example_f1", [r[1] for r in rows], [r[2] for r in rows], labels=HALLMARKS,
-                         ids=[r[0] for r in rows])
+        result = compute(
+            "example_f1", [r[1] for r in rows], [r[2] for r in rows], labels=HALLMARKS, ids=[r[0] for r in rows]
+        )
         assert result["precision"] == pytest.approx(mp)
         assert result["recall"] == pytest.approx(mr)
         assert result["score"] == pytest.approx(2 * mp * mr / (mp + mr) if mp + mr else 0.0)

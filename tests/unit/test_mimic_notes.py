@@ -26,8 +26,9 @@ def test_sample_notes_keep_placeholders_as_one_token(tmp_path):
         "Call [**Telephone/Fax_(1)_5678**] with questions."
     )
     # runs of blank lines shrink to one paragraph break
-    assert notes[4].text == ("IMPRESSION: No acute process.\n\n"
-                             "Dr. [**First_Name_(STitle)_2819**] was notified on [**2162-3-4**].")
+    assert notes[4].text == (
+        "IMPRESSION: No acute process.\n\nDr. [**First_Name_(STitle)_2819**] was notified on [**2162-3-4**]."
+    )
     assert notes[4].line == 15
 
 
@@ -38,11 +39,19 @@ def test_placeholders_replaced_by_type_tags():
     assert notes[1].text.startswith("Patient is a [AGE] year old")
 
 
-@pytest.mark.parametrize("inner,tag", [
-    ("2151-7-16", "[DATE]"), ("Month (only) 51", "[DATE]"), ("Known firstname 5", "[NAME]"),
-    ("Hospital Ward Name 27", "[HOSPITAL]"), ("Location (un) 1110", "[LOCATION]"),
-    ("Medical Record Number 7", "[ID]"), ("Company 3", "[ORGANIZATION]"), ("**", "[OTHER]"),
-])
+@pytest.mark.parametrize(
+    "inner,tag",
+    [
+        ("2151-7-16", "[DATE]"),
+        ("Month (only) 51", "[DATE]"),
+        ("Known firstname 5", "[NAME]"),
+        ("Hospital Ward Name 27", "[HOSPITAL]"),
+        ("Location (un) 1110", "[LOCATION]"),
+        ("Medical Record Number 7", "[ID]"),
+        ("Company 3", "[ORGANIZATION]"),
+        ("**", "[OTHER]"),
+    ],
+)
 def test_placeholder_tags(inner, tag):
     assert placeholder_tag(inner) == tag
 

@@ -154,7 +154,9 @@ def test_a_restored_updater_continues_exactly():
     model.load_state_dict(part_model.state_dict())
     resumed.load_state_dict(saved)
     _run(resumed, model, range(4, 10))
-    assert all(torch.equal(a, b) for a, b in zip(full_model.state_dict().values(), model.state_dict().values()))
+    assert all(
+        torch.equal(a, b) for a, b in zip(full_model.state_dict().values(), model.state_dict().values(), strict=True)
+    )
 
 
 def test_scheduler_state_of_a_closure_curve_still_loads():
@@ -207,4 +209,4 @@ def test_seeding_covers_python_numpy_and_torch():
     optim.seed_everything(3)
     assert draws() == first
     optim.seed_everything(4)
-    assert all(a != b for a, b in zip(draws(), first))
+    assert all(a != b for a, b in zip(draws(), first, strict=True))

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pretrain_fixtures as fx
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -18,17 +19,14 @@ from transformers import AutoTokenizer
 from workflow_scripts.config import plan
 from workflow_scripts.config.validate import load_config
 from workflow_scripts.corpus.medline import Citation, document_text, iter_medline
-
 from workflow_scripts.errors import PipelineError
+from workflow_scripts.pack import format as packfmt
 from workflow_scripts.pack import pack as pack_cli
 from workflow_scripts.pack.encode import Encoder, _doc_starts, word_flags
 from workflow_scripts.pack.index import build_index, read_index
 from workflow_scripts.pack.local import index_paths, pack_corpora
 from workflow_scripts.pack.pack import pack_shard
-from workflow_scripts.pack import format as packfmt
 from workflow_scripts.pretrain import data as pdata
-
-import pretrain_fixtures as fx
 
 ROOT = Path(__file__).resolve().parents[2]
 REAL = Path(os.environ["REAL_DATA_DIR"]) if os.environ.get("REAL_DATA_DIR") else None
@@ -72,8 +70,8 @@ def reference_pack(docs, tok, seq_len, fraction):
     c = seq_len - 2
     for split, (toks, flgs) in streams.items():
         n = len(toks) // c
-        blocks = [[tok.cls_token_id] + toks[i * c:(i + 1) * c] + [tok.sep_token_id] for i in range(n)]
-        fblocks = [[packfmt.SPECIAL] + flgs[i * c:(i + 1) * c] + [packfmt.SPECIAL] for i in range(n)]
+        blocks = [[tok.cls_token_id] + toks[i * c : (i + 1) * c] + [tok.sep_token_id] for i in range(n)]
+        fblocks = [[packfmt.SPECIAL] + flgs[i * c : (i + 1) * c] + [packfmt.SPECIAL] for i in range(n)]
         out[split] = (np.array(blocks).reshape(n, seq_len), np.array(fblocks).reshape(n, seq_len))
     return out
 
@@ -103,7 +101,7 @@ def test_word_starts_by_word_ids_agree_with_spelling(base, family, continuation_
     assert np.array_equal(enc.flags, by_spelling)
     assert enc.flags.sum() == 6 and len(enc.ids) > 6  # six words, more pieces
     tokens = tok.convert_ids_to_tokens(enc.ids.tolist())
-    starts = [t for t, f in zip(tokens, enc.flags) if f == packfmt.WORD_START]
+    starts = [t for t, f in zip(tokens, enc.flags, strict=True) if f == packfmt.WORD_START]
     if continuation_mark:
         assert not any(t.startswith(continuation_mark) for t in starts)
     elif family == "bpe":
@@ -172,8 +170,22 @@ def test_bad_inputs_are_named(base, tmp_path):
 def test_pack_cli_records_the_shard_it_read(base, tmp_path):
     out = tmp_path / "seq~32" / "shard~0"
     shard = base["corpus"] / "shard~0.parquet"
-    pack_cli.main(["--shard", str(shard), "--tokenizer", str(base["bpe"]), "--seq-len", "32",
-                   "--heldout-fraction", "0.1", "--threads", "2", "--out", str(out)])
+    pack_cli.main(
+        [
+            "--shard",
+            str(shard),
+            "--tokenizer",
+            str(base["bpe"]),
+            "--seq-len",
+            "32",
+            "--heldout-fraction",
+            "0.1",
+            "--threads",
+            "2",
+            "--out",
+            str(out),
+        ]
+    )
     prov = json.loads((out / "provenance.json").read_text())
     meta = json.loads((out / "meta.json").read_text())
     assert prov["step"] == "pack" and prov["inputs"]["shard"]["sha256"] == meta["shard"]["sha256"]
@@ -204,7 +216,9 @@ def _word_id_flags(tok, texts):
     flags = []
     for text in texts:
         words = tok([text], add_special_tokens=False).word_ids(0)
-        flags += [packfmt.WORD_START if i == 0 or w != words[i - 1] else packfmt.CONTINUATION for i, w in enumerate(words)]
+        flags += [
+            packfmt.WORD_START if i == 0 or w != words[i - 1] else packfmt.CONTINUATION for i, w in enumerate(words)
+        ]
     return np.array(flags, dtype=np.uint8)
 
 

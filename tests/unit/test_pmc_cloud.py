@@ -13,16 +13,20 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from corpus_fixtures import parse_settings
 
 from workflow_scripts.corpus.build_corpus import main as build_main
 from workflow_scripts.corpus.parse_corpus_file import main as parse_main
-from workflow_scripts.download.fetch import Options
 from workflow_scripts.download.download_pmc_batch import (
-    batch_of, decide, fetch_batch, latest_versions, main, read_inventory,
+    batch_of,
+    decide,
+    fetch_batch,
+    latest_versions,
+    main,
+    read_inventory,
 )
+from workflow_scripts.download.fetch import Options
 from workflow_scripts.errors import PipelineError
-
-from corpus_fixtures import parse_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = (ROOT / "tests" / "fixtures" / "corpus" / "jats_article.nxml").read_text()
@@ -40,8 +44,11 @@ ARTICLES = {
 
 
 def jats(pmcid: str, version: int) -> bytes:
-    return TEMPLATE.replace("PMC9900001", pmcid).replace(
-        "Tacrolimus exposure depends", f"Version {version} of {pmcid}: tacrolimus exposure depends").encode()
+    return (
+        TEMPLATE.replace("PMC9900001", pmcid)
+        .replace("Tacrolimus exposure depends", f"Version {version} of {pmcid}: tacrolimus exposure depends")
+        .encode()
+    )
 
 
 def bucket() -> dict[str, bytes]:
@@ -52,13 +59,21 @@ def bucket() -> dict[str, bytes]:
             key = f"{pmcid}.{v}/{pmcid}.{v}.xml"
             xml = jats(pmcid, v)
             files[key] = xml
-            files[f"metadata/{pmcid}.{v}.json"] = json.dumps({
-                "pmcid": pmcid, "version": v, "pmid": int(pmcid[3:]) + 37000000, "doi": f"10.5555/{pmcid}",
-                "is_pmc_openaccess": oa, "is_manuscript": False, "is_historical_ocr": False,
-                "is_retracted": retracted, "license_code": lic,
-                "xml_url": f"s3://pmc-oa-opendata/{key}?md5={hashlib.md5(xml).hexdigest()}",
-                "text_url": f"s3://pmc-oa-opendata/{pmcid}.{v}/{pmcid}.{v}.txt",
-            }).encode()
+            files[f"metadata/{pmcid}.{v}.json"] = json.dumps(
+                {
+                    "pmcid": pmcid,
+                    "version": v,
+                    "pmid": int(pmcid[3:]) + 37000000,
+                    "doi": f"10.5555/{pmcid}",
+                    "is_pmc_openaccess": oa,
+                    "is_manuscript": False,
+                    "is_historical_ocr": False,
+                    "is_retracted": retracted,
+                    "license_code": lic,
+                    "xml_url": f"s3://pmc-oa-opendata/{key}?md5={hashlib.md5(xml).hexdigest()}",
+                    "text_url": f"s3://pmc-oa-opendata/{pmcid}.{v}/{pmcid}.{v}.txt",
+                }
+            ).encode()
             # the S3 inventory CSV: bucket, key, size, last modified
             lines.append(f'"pmc-oa-opendata","metadata/{pmcid}.{v}.json","512","2026-05-01T00:00:00.000Z"')
     files["inventory.csv.gz"] = gzip.compress(("\n".join(lines) + "\n").encode(), mtime=0)
@@ -104,13 +119,17 @@ def inventory(tmp_path: Path, srv) -> Path:
 
 def test_inventory_keeps_the_latest_version_of_each_article(tmp_path):
     listing = tmp_path / "ls.txt"  # `aws s3 ls --recursive` output
-    listing.write_text("2026-05-01 10:00:00        512 metadata/PMC7.1.json\n"
-                       "2026-05-02 10:00:00        530 metadata/PMC7.3.json\n"
-                       "2026-05-02 10:00:00        530 PMC8.1/PMC8.1.json\n"
-                       "2026-05-02 10:00:00       9000 PMC8.1/PMC8.1.xml\n")
+    listing.write_text(
+        "2026-05-01 10:00:00        512 metadata/PMC7.1.json\n"
+        "2026-05-02 10:00:00        530 metadata/PMC7.3.json\n"
+        "2026-05-02 10:00:00        530 PMC8.1/PMC8.1.json\n"
+        "2026-05-02 10:00:00       9000 PMC8.1/PMC8.1.xml\n"
+    )
     latest, older = latest_versions(read_inventory(listing))
     assert [(a.pmcid, a.version, a.key) for a in latest] == [
-        ("PMC7", 3, "metadata/PMC7.3.json"), ("PMC8", 1, "PMC8.1/PMC8.1.json")]
+        ("PMC7", 3, "metadata/PMC7.3.json"),
+        ("PMC8", 1, "PMC8.1/PMC8.1.json"),
+    ]
     assert older == 1
     listing.write_text("README.txt\n")
     with pytest.raises(PipelineError, match="ls.txt: names no metadata"):
@@ -130,8 +149,12 @@ def test_licence_and_retraction_are_decided_from_metadata():
 def test_commercial_batch_is_selected_before_download_then_parsed(tmp_path, server):
     out = tmp_path / "batch~0"
     counts = fetch_batch(inventory(tmp_path, server), base(server), 0, 1, out, "commercial", True, FAST)
-    assert counts == {"listed": 7, "articles": 6, "fetched": 3,
-                      "dropped": {"older_version": 1, "not_open_access": 1, "licence": 1, "retracted": 1}}
+    assert counts == {
+        "listed": 7,
+        "articles": 6,
+        "fetched": 3,
+        "dropped": {"older_version": 1, "not_open_access": 1, "licence": 1, "retracted": 1},
+    }
     assert sorted(p.name for p in out.glob("*.xml")) == ["PMC101.2.xml", "PMC102.1.xml", "PMC106.1.xml"]
     xml_requests = sorted(p for p in server.requests if p.endswith(".xml"))
     assert xml_requests == ["/PMC101.2/PMC101.2.xml", "/PMC102.1/PMC102.1.xml", "/PMC106.1/PMC106.1.xml"]
@@ -142,20 +165,36 @@ def test_commercial_batch_is_selected_before_download_then_parsed(tmp_path, serv
     clean = {"min_words": 5, "near_dedup": {"enabled": False}}
     settings.write_text(yaml.safe_dump({"corpus": {"name": "pmc", "type": "pmc", "clean": clean}}))
     parsed = tmp_path / "batch~0.parquet"
-    parse_main(["--settings", str(parse_settings(settings)), "--in", str(out), "--filelist", str(tmp_path / "batch~0.filelist.csv"),
-                "--out", str(parsed)])
+    parse_main(
+        [
+            "--settings",
+            str(parse_settings(settings)),
+            "--in",
+            str(out),
+            "--filelist",
+            str(tmp_path / "batch~0.filelist.csv"),
+            "--out",
+            str(parsed),
+        ]
+    )
     rows = pq.read_table(parsed).to_pylist()
     # the file list (from the metadata) overrides the NC licence written in the fixture's XML
     assert {r["id"]: r["licence"] for r in rows} == {
-        "pmc:PMC101": "commercial", "pmc:PMC102": "commercial", "pmc:PMC106": "commercial"}
+        "pmc:PMC101": "commercial",
+        "pmc:PMC102": "commercial",
+        "pmc:PMC106": "commercial",
+    }
     assert next(r for r in rows if r["id"] == "pmc:PMC101")["text"].count("Version 2 of PMC101") == 1
     info = json.loads(pq.ParquetFile(parsed).metadata.metadata[b"corpus_parse"])
     assert info["selection"]["dropped"]["licence"] == 1 and info["from_filelist"] == 3
     build_main(["--settings", str(settings), "--in", str(parsed), "--out", str(tmp_path / "pmc")])
     stats = json.loads((tmp_path / "pmc" / "stats.json").read_text())
     assert stats["documents"] == 3 and stats["source_selection"] == {
-        "listed": 7, "articles": 6, "fetched": 3,
-        "dropped": {"older_version": 1, "not_open_access": 1, "licence": 1, "retracted": 1}}
+        "listed": 7,
+        "articles": 6,
+        "fetched": 3,
+        "dropped": {"older_version": 1, "not_open_access": 1, "licence": 1, "retracted": 1},
+    }
 
 
 def test_batches_partition_the_articles(tmp_path, server):
@@ -165,7 +204,7 @@ def test_batches_partition_the_articles(tmp_path, server):
         counts = fetch_batch(inv, base(server), k, 3, tmp_path / f"batch~{k}", "all", False, FAST)
         listed += counts["listed"]
         fetched += sorted(p.name for p in (tmp_path / f"batch~{k}").glob("*.xml"))
-        assert all(batch_of(p.split(".")[0], 3) == k for p in fetched[-counts["fetched"]:])
+        assert all(batch_of(p.split(".")[0], 3) == k for p in fetched[-counts["fetched"] :])
     assert listed == 7
     assert sorted(fetched) == ["PMC101.2.xml", "PMC102.1.xml", "PMC103.1.xml", "PMC104.1.xml", "PMC106.1.xml"]
 
@@ -191,11 +230,28 @@ def test_checksum_mismatch_is_never_passed_on(tmp_path, server):
 
 def test_cli_records_selection_in_provenance(tmp_path, server):
     settings = tmp_path / "s.yaml"
-    settings.write_text(yaml.safe_dump({"corpus": {"name": "pmc", "type": "pmc",
-                                                   "clean": {"pmc": {"licence": "noncommercial"}}}}))
+    settings.write_text(
+        yaml.safe_dump({"corpus": {"name": "pmc", "type": "pmc", "clean": {"pmc": {"licence": "noncommercial"}}}})
+    )
     out = tmp_path / "batch~0"
-    main(["--settings", str(settings), "--inventory", str(inventory(tmp_path, server)), "--url", base(server),
-          "--batch", "0", "--batches", "1", "--out", str(out), "--retries", "0"])
+    main(
+        [
+            "--settings",
+            str(settings),
+            "--inventory",
+            str(inventory(tmp_path, server)),
+            "--url",
+            base(server),
+            "--batch",
+            "0",
+            "--batches",
+            "1",
+            "--out",
+            str(out),
+            "--retries",
+            "0",
+        ]
+    )
     assert [p.name for p in out.glob("*.xml")] == ["PMC103.1.xml"]
     record = json.loads((out / "provenance.json").read_text())
     assert record["selection"]["dropped"]["licence"] == 4

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pubmed_parser
 import pytest
+from corpus_fixtures import parse_settings
 
 from workflow_scripts.corpus.build_corpus import main as build_main
 from workflow_scripts.corpus.parse_corpus_file import main as parse_main
@@ -17,8 +18,6 @@ from workflow_scripts.corpus.pmc import Article, BadMember, classify_licence, dr
 from workflow_scripts.corpus.pmc_filelist import ListedArticle, read_filelist
 from workflow_scripts.corpus.settings import PmcOptions
 from workflow_scripts.errors import PipelineError
-
-from corpus_fixtures import parse_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 ARTICLE = ROOT / "tests" / "fixtures" / "corpus" / "jats_article.nxml"
@@ -39,12 +38,18 @@ def test_default_text_in_reading_order():
     assert a.id == "PMC9900001" and a.pmid == "37000001" and a.doi == "10.5555/fixture.1"
     assert a.paragraphs == [
         "Tacrolimus and CYP3A4 in kidney transplantation",
-        "Background", "Tacrolimus exposure depends on CYP3A4 activity.",
-        "Results", "Carriers of the variant (CYP3A4*22) needed lower doses.",
-        "Introduction", "Tacrolimus is a calcineurin inhibitor, cleared by the liver.",
+        "Background",
+        "Tacrolimus exposure depends on CYP3A4 activity.",
+        "Results",
+        "Carriers of the variant (CYP3A4*22) needed lower doses.",
+        "Introduction",
+        "Tacrolimus is a calcineurin inhibitor, cleared by the liver.",
         "Its clearance CL varies widely between patients.",
-        "Methods", "Patients", "We studied 120 kidney transplant recipients.",
-        "Trough levels.", "Levels by genotype group.",
+        "Methods",
+        "Patients",
+        "We studied 120 kidney transplant recipients.",
+        "Trough levels.",
+        "Levels by genotype group.",
         "Characteristics of the cohort.",
     ]
 
@@ -68,13 +73,16 @@ def test_keeps_paragraph_text_that_pubmed_parser_loses():
     assert "We studied 120 kidney transplant recipients." not in theirs
 
 
-@pytest.mark.parametrize("url,text,expected", [
-    ("https://creativecommons.org/licenses/by/4.0/", "", "commercial"),
-    ("http://creativecommons.org/publicdomain/zero/1.0/", "", "commercial"),
-    ("", "This article is distributed under CC BY-SA.", "commercial"),
-    ("https://creativecommons.org/licenses/by-nc-nd/4.0/", "", "noncommercial"),
-    ("", "Free to read; all rights reserved.", "other"),
-])
+@pytest.mark.parametrize(
+    "url,text,expected",
+    [
+        ("https://creativecommons.org/licenses/by/4.0/", "", "commercial"),
+        ("http://creativecommons.org/publicdomain/zero/1.0/", "", "commercial"),
+        ("", "This article is distributed under CC BY-SA.", "commercial"),
+        ("https://creativecommons.org/licenses/by-nc-nd/4.0/", "", "noncommercial"),
+        ("", "Free to read; all rights reserved.", "other"),
+    ],
+)
 def test_licence_classes(url, text, expected):
     assert classify_licence(url, text) == expected
 
@@ -95,8 +103,9 @@ def test_directory_and_single_file_inputs(tmp_path):
 
 
 def test_malformed_member_is_reported_with_its_name(tmp_path):
-    tar = tarball(tmp_path / "oa.tar.gz", {"oa/good.nxml": ARTICLE.read_bytes(),
-                                           "oa/bad.nxml": b"<article><front></article>"})
+    tar = tarball(
+        tmp_path / "oa.tar.gz", {"oa/good.nxml": ARTICLE.read_bytes(), "oa/bad.nxml": b"<article><front></article>"}
+    )
     items = list(iter_pmc(tar, PmcOptions()))
     assert isinstance(items[0], Article)
     assert isinstance(items[1], BadMember) and items[1].member == "oa/bad.nxml"
@@ -145,24 +154,28 @@ def test_malformed_member_stops_or_is_counted_through_the_cli(tmp_path):
     assert stats["dropped"]["malformed"] == 1 and stats["documents"] == 1
 
 
-@pytest.mark.parametrize("marked,clean", [
-    ("in disease [\x00\u2013\x00].", "in disease."),
-    ("the axis (\x00;\x00; \x00). In", "the axis. In"),
-    ("host lipids\x00,\x00,\x00,\x00. Then", "host lipids. Then"),
-    ("infection process \x00, \x00, and in vivo", "infection process, and in vivo"),
-    ("by White et al. \x00.", "by White et al."),
-    ("levels (Table 1; \x00) rose", "levels (Table 1) rose"),
-    ("levels (\x00; Table 1) rose", "levels (Table 1) rose"),
-    ("as shown \x00 and \x00 here", "as shown here"),
-    ("no marker , here", "no marker, here"),
-])
+@pytest.mark.parametrize(
+    "marked,clean",
+    [
+        ("in disease [\x00\u2013\x00].", "in disease."),
+        ("the axis (\x00;\x00; \x00). In", "the axis. In"),
+        ("host lipids\x00,\x00,\x00,\x00. Then", "host lipids. Then"),
+        ("infection process \x00, \x00, and in vivo", "infection process, and in vivo"),
+        ("by White et al. \x00.", "by White et al."),
+        ("levels (Table 1; \x00) rose", "levels (Table 1) rose"),
+        ("levels (\x00; Table 1) rose", "levels (Table 1) rose"),
+        ("as shown \x00 and \x00 here", "as shown here"),
+        ("no marker , here", "no marker, here"),
+    ],
+)
 def test_dropped_citation_markers_leave_no_debris(marked, clean):
     assert drop_markers(marked) == clean
 
 
 def test_table_footnotes_follow_the_rows_when_tables_are_kept():
     doc = ARTICLE.read_bytes().replace(
-        b"</table>", b"</table><table-wrap-foot><fn><label>a</label><p>Median (range).</p></fn></table-wrap-foot>", 1)
+        b"</table>", b"</table><table-wrap-foot><fn><label>a</label><p>Median (range).</p></fn></table-wrap-foot>", 1
+    )
     assert "Median (range)." in parse_article(doc, "a.nxml", PmcOptions(tables=True)).text
     assert "Median (range)." not in parse_article(doc, "a.nxml", PmcOptions()).text
 
@@ -172,5 +185,7 @@ def test_floats_group_figures_and_tables_are_read():
     start, end = src.index(b'<table-wrap id="T1">'), src.index(b"</table-wrap>") + len(b"</table-wrap>")
     table = src[start:end]
     moved = (src[:start] + src[end:]).replace(b"</back>", b"</back><floats-group>" + table + b"</floats-group>")
-    assert parse_article(moved, "a.nxml", PmcOptions(tables=True)).text == \
-        parse_article(src, "a.nxml", PmcOptions(tables=True)).text
+    assert (
+        parse_article(moved, "a.nxml", PmcOptions(tables=True)).text
+        == parse_article(src, "a.nxml", PmcOptions(tables=True)).text
+    )

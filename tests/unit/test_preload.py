@@ -13,7 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-PROBE = '''
+PROBE = """
 import os, sys, time
 from pathlib import Path
 print("argv", sys.argv[1:])
@@ -28,7 +28,7 @@ if sys.argv[1:2] == ["sleep"]:
 if sys.argv[1:2] == ["raise"]:
     raise RuntimeError("the probe failed")
 sys.exit(int(sys.argv[1]) if sys.argv[1:2] and sys.argv[1].isdigit() else 0)
-'''
+"""
 
 
 @pytest.fixture
@@ -54,7 +54,12 @@ def probe(tmp_path):
 def launch(env, workdir, *args, **kwargs):
     return subprocess.run(
         [sys.executable, "-m", "workflow_scripts.preload", "preload_probe", *args],
-        env=env, cwd=workdir, capture_output=True, text=True, timeout=120, **kwargs,
+        env=env,
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        **kwargs,
     )
 
 
@@ -92,7 +97,10 @@ def test_a_signal_to_the_command_stops_the_run(probe, tmp_path):
     pid_file = tmp_path / "run.pid"
     command = subprocess.Popen(
         [sys.executable, "-m", "workflow_scripts.preload", "preload_probe", "sleep", str(pid_file)],
-        env=env, cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=workdir,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 60
     while not pid_file.exists() and time.monotonic() < deadline:

@@ -14,21 +14,20 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pretrain_fixtures as fx
 import pytest
 import torch
 from safetensors.torch import load_file
 from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-from workflow_scripts.typed import parse
 from workflow_scripts.errors import PipelineError
-from workflow_scripts.pack.encode import Encoder
 from workflow_scripts.pack import format as packfmt
+from workflow_scripts.pack.encode import Encoder
 from workflow_scripts.pretrain import data as pdata
 from workflow_scripts.pretrain import pretrain as pretrain_cli
 from workflow_scripts.pretrain.masking import apply_mask, draw, step_generator
 from workflow_scripts.pretrain.settings import PretrainSettings
-
-import pretrain_fixtures as fx
+from workflow_scripts.typed import parse
 
 torch.set_num_threads(1)
 
@@ -63,6 +62,7 @@ def _free_port() -> int:
 
 # --- settings -------------------------------------------------------------------------
 
+
 def test_settings_defaults_follow_the_papers():
     s = parse(PretrainSettings, {}, "model.pretrain")
     assert (s.betas, s.eps, s.weight_decay, s.mask_prob) == ((0.9, 0.98), 1e-6, 0.01, 0.15)
@@ -86,11 +86,16 @@ def test_settings_validation_names_the_key(bad, key):
 
 
 def test_two_phase_schedule_splits_steps():
-    s = parse(PretrainSettings, {"max_steps": 1001, "phases": [{"seq_len": 128, "fraction": 0.9}, {"seq_len": 512, "fraction": 0.1}]}, "p")
+    s = parse(
+        PretrainSettings,
+        {"max_steps": 1001, "phases": [{"seq_len": 128, "fraction": 0.9}, {"seq_len": 512, "fraction": 0.1}]},
+        "p",
+    )
     assert s.phase_steps() == [901, 100]
 
 
 # --- data -----------------------------------------------------------------------------
+
 
 def test_heldout_split_is_by_document_and_stable():
     ids = [f"doc{i}" for i in range(4000)]
@@ -103,12 +108,13 @@ def test_epochs_wrap_with_a_fresh_order():
     order = pdata.BlockOrder(5, seed=1, phase=0)
     idx = order.indices(0, 15)
     for epoch in range(3):
-        assert sorted(idx[epoch * 5:(epoch + 1) * 5]) == [0, 1, 2, 3, 4]
+        assert sorted(idx[epoch * 5 : (epoch + 1) * 5]) == [0, 1, 2, 3, 4]
     assert list(idx[:5]) != list(idx[5:10]) or list(idx[5:10]) != list(idx[10:15])
     assert list(order.indices(7, 4)) == list(idx[7:11])
 
 
 # --- masking --------------------------------------------------------------------------
+
 
 def test_masking_80_10_10_statistics():
     B, L, V, mask_id = 64, 512, 1000, 3
@@ -146,11 +152,14 @@ def test_whole_word_masking_takes_all_pieces_of_a_word(base, family):
             assert in_word.all() or not in_word.any()
     assert 0.2 < selected.float().mean() < 0.4
     _, tokenwise = apply_mask(ids, flags, draws, mask_prob=0.3, mask_id=tok.mask_token_id, whole_word=False)
-    split = sum(0 < tokenwise[r][word[r] == w].sum() < (word[r] == w).sum() for r in range(200) for w in word[r].unique())
+    split = sum(
+        0 < tokenwise[r][word[r] == w].sum() < (word[r] == w).sum() for r in range(200) for w in word[r].unique()
+    )
     assert split > 0  # without whole-word masking words do get split
 
 
 # --- training -------------------------------------------------------------------------
+
 
 def test_loss_falls_and_checkpoint_reloads(trained, base):
     rows = _log(trained)
@@ -178,7 +187,18 @@ def test_loss_falls_and_checkpoint_reloads(trained, base):
 def test_rerun_after_completion_retrains_nothing(trained, base, tmp_path):
     before = load_file(trained / "model.safetensors")
     settings = trained.parent / "m.yaml"
-    pretrain_cli.main(["--settings", str(settings), "--corpus", str(base["corpus"]), "--tokenizer", str(base["wordpiece"]), "--out", str(trained)])
+    pretrain_cli.main(
+        [
+            "--settings",
+            str(settings),
+            "--corpus",
+            str(base["corpus"]),
+            "--tokenizer",
+            str(base["wordpiece"]),
+            "--out",
+            str(trained),
+        ]
+    )
     after = load_file(trained / "model.safetensors")
     assert all(torch.equal(before[k], after[k]) for k in before)
     assert (trained / "training_state" / "latest").read_text().strip() == "step~00000080"
@@ -202,8 +222,19 @@ def test_stopped_run_resumes_to_the_same_weights(base, tmp_path):
 def test_sigterm_checkpoints_and_the_rerun_resumes(base, tmp_path):
     settings = fx.write_settings(tmp_path / "s.yaml", "sig", max_steps=3000, checkpoint_every=100000, log_every=1)
     out = tmp_path / "sig"
-    cmd = [sys.executable, "-m", "workflow_scripts.pretrain.pretrain", "--settings", str(settings),
-           "--corpus", str(base["corpus"]), "--tokenizer", str(base["wordpiece"]), "--out", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "workflow_scripts.pretrain.pretrain",
+        "--settings",
+        str(settings),
+        "--corpus",
+        str(base["corpus"]),
+        "--tokenizer",
+        str(base["wordpiece"]),
+        "--out",
+        str(out),
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     log = out / "training_state" / "train_log.jsonl"
     deadline = time.time() + 60
@@ -219,8 +250,20 @@ def test_sigterm_checkpoints_and_the_rerun_resumes(base, tmp_path):
     state = torch.load(out / "training_state" / f"step~{step:08d}" / "state.pt", weights_only=False)
     assert state["step"] == step and state["scheduler"]["last_epoch"] == step
     # the re-run continues from that step instead of starting again
-    pretrain_cli.main(["--settings", str(settings), "--corpus", str(base["corpus"]), "--tokenizer", str(base["wordpiece"]),
-                       "--out", str(out), "--stop-after", str(step + 2)])
+    pretrain_cli.main(
+        [
+            "--settings",
+            str(settings),
+            "--corpus",
+            str(base["corpus"]),
+            "--tokenizer",
+            str(base["wordpiece"]),
+            "--out",
+            str(out),
+            "--stop-after",
+            str(step + 2),
+        ]
+    )
     assert [r["step"] for r in _log_rows(log)] == list(range(1, step + 3))
 
 
@@ -229,7 +272,10 @@ def test_continual_pretraining_keeps_the_vocabulary(trained, base, tmp_path):
     model = AutoModelForMaskedLM.from_pretrained(out)
     assert model.config.model_type == "bert" and model.config.hidden_size == 64  # the init's shape, not the settings'
     assert AutoTokenizer.from_pretrained(out).get_vocab() == AutoTokenizer.from_pretrained(trained).get_vocab()
-    assert json.loads((out / "eval.json").read_text())["heldout_loss"] <= json.loads((trained / "eval.json").read_text())["heldout_loss"] + 0.3
+    assert (
+        json.loads((out / "eval.json").read_text())["heldout_loss"]
+        <= json.loads((trained / "eval.json").read_text())["heldout_loss"] + 0.3
+    )
 
 
 def test_a_continued_models_dropout_follows_the_seed_not_what_ran_before(trained, base, tmp_path):
@@ -243,14 +289,23 @@ def test_a_continued_models_dropout_follows_the_seed_not_what_ran_before(trained
 
 
 def test_roberta_from_scratch_with_byte_level_bpe(base, tmp_path):
-    out = _pretrain(base, tmp_path, "rob", tokenizer="bpe", architecture="roberta", max_steps=12, whole_word_mask=True,
-                    phases=[{"seq_len": 16, "fraction": 0.5}, {"seq_len": 32, "fraction": 0.5}])
+    out = _pretrain(
+        base,
+        tmp_path,
+        "rob",
+        tokenizer="bpe",
+        architecture="roberta",
+        max_steps=12,
+        whole_word_mask=True,
+        phases=[{"seq_len": 16, "fraction": 0.5}, {"seq_len": 32, "fraction": 0.5}],
+    )
     model = AutoModelForMaskedLM.from_pretrained(out)
     assert model.config.model_type == "roberta"
     assert [r["seq_len"] for r in _log(out)] == [16, 32, 32]
 
 
 # --- errors ---------------------------------------------------------------------------
+
 
 def test_vocabulary_model_mismatch_is_refused(trained, base, tmp_path):
     broken = tmp_path / "broken"
@@ -267,7 +322,18 @@ def test_missing_init_and_tokenizer_are_clear(base, tmp_path):
         _pretrain(base, tmp_path, "x", init=tmp_path / "results" / "pretrain" / "none")
     settings = fx.write_settings(tmp_path / "s.yaml")
     with pytest.raises(PipelineError, match="tokenizer directory not found"):
-        pretrain_cli.main(["--settings", str(settings), "--corpus", str(base["corpus"]), "--tokenizer", str(tmp_path / "v"), "--out", str(tmp_path / "o")])
+        pretrain_cli.main(
+            [
+                "--settings",
+                str(settings),
+                "--corpus",
+                str(base["corpus"]),
+                "--tokenizer",
+                str(tmp_path / "v"),
+                "--out",
+                str(tmp_path / "o"),
+            ]
+        )
 
 
 def test_damaged_checkpoints_are_errors_not_restarts(base, tmp_path):
@@ -308,26 +374,50 @@ def test_a_packed_corpus_trains_without_its_parquet_files(base, tmp_path):
     # each packed shard's record leads back to its corpus shard
     assert all(e["provenance"].endswith("provenance.json") for e in prov["inputs"]["packed"])
     longer = fx.write_settings(tmp_path / "s64.yaml", phases=[{"seq_len": 64, "fraction": 1.0}])
-    with pytest.raises(PipelineError, match=r"phases\[0\]\.seq_len 64: no packed data of that length \(given: \[32\]\)"):
+    with pytest.raises(
+        PipelineError, match=r"phases\[0\]\.seq_len 64: no packed data of that length \(given: \[32\]\)"
+    ):
         pretrain_cli.main(["--settings", str(longer), "--packed", str(index), *vocab, "--out", str(tmp_path / "o64")])
     with pytest.raises(PipelineError, match="packed with a different tokenizer than the model's"):
-        pretrain_cli.main(["--settings", str(settings), "--packed", str(index), "--tokenizer", str(base["bpe"]),
-                           "--out", str(tmp_path / "obpe")])
+        pretrain_cli.main(
+            [
+                "--settings",
+                str(settings),
+                "--packed",
+                str(index),
+                "--tokenizer",
+                str(base["bpe"]),
+                "--out",
+                str(tmp_path / "obpe"),
+            ]
+        )
 
 
 def test_too_little_text_for_one_block_is_named(base, tmp_path):
     small = fx.make_corpus(tmp_path / "small", n_docs=1, shards=1)
     settings = fx.write_settings(tmp_path / "s.yaml", phases=[{"seq_len": 512, "fraction": 1.0}], heldout_fraction=0.0)
     with pytest.raises(PipelineError, match="no training block of 512 tokens; add text or lower phases"):
-        pretrain_cli.main(["--settings", str(settings), "--corpus", str(small), "--tokenizer", str(base["wordpiece"]),
-                           "--out", str(tmp_path / "o")])
+        pretrain_cli.main(
+            [
+                "--settings",
+                str(settings),
+                "--corpus",
+                str(small),
+                "--tokenizer",
+                str(base["wordpiece"]),
+                "--out",
+                str(tmp_path / "o"),
+            ]
+        )
 
 
 def test_a_small_corpus_wraps_into_more_epochs(base, tmp_path):
     small = fx.make_corpus(tmp_path / "small", n_docs=12, shards=1)
     settings = fx.write_settings(tmp_path / "s.yaml", heldout_fraction=0.0, max_steps=20)
     out = tmp_path / "o"
-    pretrain_cli.main(["--settings", str(settings), "--corpus", str(small), "--tokenizer", str(base["wordpiece"]), "--out", str(out)])
+    pretrain_cli.main(
+        ["--settings", str(settings), "--corpus", str(small), "--tokenizer", str(base["wordpiece"]), "--out", str(out)]
+    )
     index = json.loads((out / "packed/small/seq~32/heldout~0.0/index.json").read_text())
     blocks = index["shards"][0]["blocks"]["train"]
     assert blocks * 2 < 20 * 8  # many epochs
@@ -336,20 +426,51 @@ def test_a_small_corpus_wraps_into_more_epochs(base, tmp_path):
 
 # --- data parallelism -----------------------------------------------------------------
 
+
 @pytest.mark.slow  # two torchrun worker processes: ~15-25 s on two shared cores
 def test_two_processes_equal_one_process_with_double_batch(base, tmp_path):
     common = dict(max_steps=6, batch_size=8, dropout=0.0, attention_dropout=0.0, heldout_fraction=0.0, num_threads=1)
     one = tmp_path / "one"
     settings = fx.write_settings(tmp_path / "one.yaml", micro_batch_size=4, **common)
-    pretrain_cli.main(["--settings", str(settings), "--corpus", str(base["corpus"]), "--tokenizer", str(base["wordpiece"]), "--out", str(one)])
+    pretrain_cli.main(
+        [
+            "--settings",
+            str(settings),
+            "--corpus",
+            str(base["corpus"]),
+            "--tokenizer",
+            str(base["wordpiece"]),
+            "--out",
+            str(one),
+        ]
+    )
     two = tmp_path / "two"
     settings2 = fx.write_settings(tmp_path / "two.yaml", **common)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--master-port", str(_free_port()),
-         "-m", "workflow_scripts.pretrain.pretrain", "--settings", str(settings2), "--corpus", str(base["corpus"]),
-         "--tokenizer", str(base["wordpiece"]), "--out", str(two)],
-        capture_output=True, text=True, timeout=300, env=env,
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc-per-node",
+            "2",
+            "--master-port",
+            str(_free_port()),
+            "-m",
+            "workflow_scripts.pretrain.pretrain",
+            "--settings",
+            str(settings2),
+            "--corpus",
+            str(base["corpus"]),
+            "--tokenizer",
+            str(base["wordpiece"]),
+            "--out",
+            str(two),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     a, b = load_file(one / "model.safetensors"), load_file(two / "model.safetensors")

@@ -7,17 +7,16 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pretrain_fixtures as fx
 import pytest
 import torch
 from safetensors.torch import load_file
 from transformers import AutoModel, AutoModelForMaskedLM, AutoModelForPreTraining, AutoModelForTokenClassification
 
-from workflow_scripts.typed import parse
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.pretrain.electra import generator_shape, sample_tokens
 from workflow_scripts.pretrain.settings import PretrainSettings
-
-import pretrain_fixtures as fx
+from workflow_scripts.typed import parse
 
 torch.set_num_threads(1)
 
@@ -46,6 +45,7 @@ def _log(out: Path) -> list[dict]:
 
 
 # --- settings and pieces --------------------------------------------------------------
+
 
 @pytest.mark.parametrize(
     "bad, key",
@@ -89,6 +89,7 @@ def test_sampling_follows_the_softmax_without_gradient(method):
 
 # --- training -------------------------------------------------------------------------
 
+
 def test_losses_fall_and_the_discriminator_reloads(trained):
     rows = _log(trained)
     assert rows[-1]["step"] == 80
@@ -99,7 +100,9 @@ def test_losses_fall_and_the_discriminator_reloads(trained):
     for r in rows:
         assert math.isclose(r["loss"], r["loss_generator"] + 50.0 * r["loss_discriminator"], rel_tol=1e-4)
     assert np.mean([r["loss_discriminator"] for r in last]) < math.log(2) - 0.2  # below an uninformed guess
-    assert 0.08 < np.mean([r["replaced_fraction"] for r in rows]) < 0.15  # the 15% selected, less what the generator gets right
+    assert (
+        0.08 < np.mean([r["replaced_fraction"] for r in rows]) < 0.15
+    )  # the 15% selected, less what the generator gets right
 
     disc = AutoModelForPreTraining.from_pretrained(trained)
     assert type(disc).__name__ == "ElectraForPreTraining" and disc.config.hidden_size == 64
@@ -108,13 +111,18 @@ def test_losses_fall_and_the_discriminator_reloads(trained):
     gen = AutoModelForMaskedLM.from_pretrained(trained / "generator")
     assert gen.config.hidden_size == 32 and gen.config.embedding_size == 64
     shared = "electra.embeddings.word_embeddings.weight"
-    assert torch.equal(load_file(trained / "model.safetensors")[shared], load_file(trained / "generator" / "model.safetensors")[shared])
+    assert torch.equal(
+        load_file(trained / "model.safetensors")[shared], load_file(trained / "generator" / "model.safetensors")[shared]
+    )
 
     result = json.loads((trained / "eval.json").read_text())
     assert result["heldout_loss"] < math.log(disc.config.vocab_size) - 1.0  # the generator learnt the text
     assert result["heldout_rtd_accuracy"] > 0.5
     prov = json.loads((trained / "provenance.json").read_text())
-    assert {o["path"] for o in prov["outputs"]} >= {str(trained / "model.safetensors"), str(trained / "generator" / "model.safetensors")}
+    assert {o["path"] for o in prov["outputs"]} >= {
+        str(trained / "model.safetensors"),
+        str(trained / "generator" / "model.safetensors"),
+    }
 
 
 def test_stopped_run_resumes_to_the_same_weights(base, tmp_path):
@@ -128,8 +136,11 @@ def test_stopped_run_resumes_to_the_same_weights(base, tmp_path):
     for sub in (".", "generator"):
         a, b = load_file(full / sub / "model.safetensors"), load_file(part / sub / "model.safetensors")
         assert all(torch.equal(a[k], b[k]) for k in a), sub
+
     # log windows after the resumption see the same steps, so the same losses
-    after = lambda out: [(r["step"], r["loss"], r["rtd_accuracy"]) for r in _log(out) if r["step"] > 10]
+    def after(out):
+        return [(r["step"], r["loss"], r["rtd_accuracy"]) for r in _log(out) if r["step"] > 10]
+
     assert after(part) == after(full)
 
 

@@ -34,27 +34,59 @@ def build_chain(root: Path, monkeypatch) -> None:
     write(SHARD, b"PAR1 cleaned documents")
     provenance.record("results/corpus/pubmed", step="corpus", inputs={"raw": [RAW]}, outputs=[SHARD])
     write("results/vocab/pm/vocab.txt", "[PAD]\n[UNK]\naspirin\n")
-    provenance.record("results/vocab/pm", step="vocab", inputs={"corpus": "results/corpus/pubmed"},
-                      outputs=["results/vocab/pm/vocab.txt"])
+    provenance.record(
+        "results/vocab/pm",
+        step="vocab",
+        inputs={"corpus": "results/corpus/pubmed"},
+        outputs=["results/vocab/pm/vocab.txt"],
+    )
     write("results/pretrain/pm/model.safetensors", b"weights")
-    provenance.record("results/pretrain/pm", step="pretrain", seed=0,
-                      inputs={"corpus": "results/corpus/pubmed", "tokenizer": "results/vocab/pm"},
-                      outputs=["results/pretrain/pm/model.safetensors"])
+    provenance.record(
+        "results/pretrain/pm",
+        step="pretrain",
+        seed=0,
+        inputs={"corpus": "results/corpus/pubmed", "tokenizer": "results/vocab/pm"},
+        outputs=["results/pretrain/pm/model.safetensors"],
+    )
     write("results/tasks/bc5chem/test.jsonl", '{"tokens": ["aspirin"], "tags": ["B-Chemical"]}\n')
     provenance.record("results/tasks/bc5chem/test.jsonl", step="tasks", inputs={})
     runs = []
     for seed in (1, 2, 3):
         run_dir = f"results/finetune/pm/bc5chem/fold~0/seed~{seed}"
         metrics = f"{run_dir}/metrics.json"
-        write(metrics, json.dumps({"model": "pm", "task": "bc5chem", "fold": 0, "seed": seed, "metric": "entity_f1",
-                                   "dev": {"score": 0.8}, "test": {"score": 0.9 + seed / 100}}))
-        provenance.record(run_dir, step="finetune", seed=seed, outputs=[metrics],
-                          inputs={"model": "results/pretrain/pm", "test": "results/tasks/bc5chem/test.jsonl"})
+        write(
+            metrics,
+            json.dumps(
+                {
+                    "model": "pm",
+                    "task": "bc5chem",
+                    "fold": 0,
+                    "seed": seed,
+                    "metric": "entity_f1",
+                    "dev": {"score": 0.8},
+                    "test": {"score": 0.9 + seed / 100},
+                }
+            ),
+        )
+        provenance.record(
+            run_dir,
+            step="finetune",
+            seed=seed,
+            outputs=[metrics],
+            inputs={"model": "results/pretrain/pm", "test": "results/tasks/bc5chem/test.jsonl"},
+        )
         runs.append({"model": "pm", "task": "bc5chem", "fold": 0, "seed": seed, "metrics": metrics})
     settings = {
         "models": {"pm": {"display": "ours-PM"}},
-        "tasks": {"bc5chem": {"display": "BC5CDR-C.", "type": "ner", "metric": "entity_f1", "benchmarks": ["lewis"],
-                              "seeds": [1, 2, 3]}},
+        "tasks": {
+            "bc5chem": {
+                "display": "BC5CDR-C.",
+                "type": "ner",
+                "metric": "entity_f1",
+                "benchmarks": ["lewis"],
+                "seeds": [1, 2, 3],
+            }
+        },
         "runs": runs,
         "aggregation": {"bootstrap_samples": 50},
     }
@@ -69,11 +101,24 @@ def test_cell_is_traced_to_raw_files_with_checksums(tmp_path, monkeypatch):
     assert Path(result.root) == tmp_path.resolve()
     assert sorted(r["seed"] for r in result.runs) == [1, 2, 3]
     steps = {r.category: r.step for r in result.records}
-    assert steps == {"table": "report.tables", "run": "finetune", "checkpoint": "pretrain", "vocabulary": "vocab", "corpus": "corpus",
-                     "raw file": "download", "task data": "tasks"}
+    assert steps == {
+        "table": "report.tables",
+        "run": "finetune",
+        "checkpoint": "pretrain",
+        "vocabulary": "vocab",
+        "corpus": "corpus",
+        "raw file": "download",
+        "task data": "tasks",
+    }
     files = {f.path: f for f in result.files}
-    for path in (RAW, SHARD, "results/pretrain/pm/model.safetensors", "results/vocab/pm/vocab.txt",
-                 "results/finetune/pm/bc5chem/fold~0/seed~2/metrics.json", "results/tables/medians.csv"):
+    for path in (
+        RAW,
+        SHARD,
+        "results/pretrain/pm/model.safetensors",
+        "results/vocab/pm/vocab.txt",
+        "results/finetune/pm/bc5chem/fold~0/seed~2/metrics.json",
+        "results/tables/medians.csv",
+    ):
         assert files[path].status == "ok", path
     assert files[RAW].recorded == provenance.sha256_file(tmp_path / RAW)
     assert not result.changed and not result.missing
@@ -100,8 +145,13 @@ def test_rewritten_upstream_record_is_reported_as_changed(tmp_path, monkeypatch)
     build_chain(tmp_path, monkeypatch)
     # retraining rewrites the checkpoint's record after the runs consumed it
     write("results/pretrain/pm/model.safetensors", b"other weights")
-    provenance.record("results/pretrain/pm", step="pretrain", seed=1, inputs={"corpus": "results/corpus/pubmed"},
-                      outputs=["results/pretrain/pm/model.safetensors"])
+    provenance.record(
+        "results/pretrain/pm",
+        step="pretrain",
+        seed=1,
+        inputs={"corpus": "results/corpus/pubmed"},
+        outputs=["results/pretrain/pm/model.safetensors"],
+    )
     result = audit_mod.audit("results/tables", "pm", "bc5chem")
     changed = {f.path for f in result.changed}
     assert changed == {"results/pretrain/pm/provenance.json"}

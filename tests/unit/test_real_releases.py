@@ -17,11 +17,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from workflow_scripts.typed import parse
 from workflow_scripts.tasks.prepare_task import prepare
 from workflow_scripts.tasks.readers import get_reader
 from workflow_scripts.tasks.registry import deep_merge, load_registry
 from workflow_scripts.tasks.spec import TaskSpec
+from workflow_scripts.typed import parse
 
 REAL = Path(os.environ.get("REAL_DATA_DIR") or "/nonexistent") / "tasks"
 HAVE = bool(os.environ.get("REAL_DATA_DIR")) and (REAL / "MANIFEST.json").is_file()
@@ -125,7 +125,8 @@ def test_biosses_blue_tsvs_parse_with_their_quoted_sentences(tmp_path):
         assert [r["score"] for r in records] == list(frame["score"])
     card = prepare(spec, REAL / "biosses", tmp_path / "biosses")
     assert [card["splits"][s]["examples"] for s in ("train", "dev", "test")] == [
-        len(pd.read_csv(REAL / "biosses" / f"{s}.tsv", sep="\t")) for s in ("train", "dev", "test")]
+        len(pd.read_csv(REAL / "biosses" / f"{s}.tsv", sep="\t")) for s in ("train", "dev", "test")
+    ]
 
 
 def gad_rows(path: Path) -> int:
@@ -138,15 +139,29 @@ def test_gad_fold_one_as_lewis_and_as_blurb(tmp_path):
     needs("gad")
     fold = REAL / "gad" / "datasets" / "RE" / "GAD" / "1"
     train, test = gad_rows(fold / "train.tsv"), gad_rows(fold / "test.tsv")
-    lewis = spec_of("gad", {
-        **MANIFEST["gad"].get("overrides", {}),
-        "splits": {"train": "datasets/RE/GAD/{fold1}/train.tsv", "dev": "holdout:0.1:datasets/RE/GAD/{fold1}/train.tsv",
-                   "test": "datasets/RE/GAD/{fold1}/test.tsv"}})
+    lewis = spec_of(
+        "gad",
+        {
+            **MANIFEST["gad"].get("overrides", {}),
+            "splits": {
+                "train": "datasets/RE/GAD/{fold1}/train.tsv",
+                "dev": "holdout:0.1:datasets/RE/GAD/{fold1}/train.tsv",
+                "test": "datasets/RE/GAD/{fold1}/test.tsv",
+            },
+        },
+    )
     card = prepare(lewis, REAL / "gad", tmp_path / "gad")["folds"]["0"]["splits"]
     assert card["train"]["examples"] + card["dev"]["examples"] == train and card["test"]["examples"] == test
-    blurb = spec_of("gad-blurb", {"splits": {
-        "train": "rows:0-4261:datasets/RE/GAD/1/train.tsv", "dev": "rows:4261-:datasets/RE/GAD/1/train.tsv",
-        "test": "datasets/RE/GAD/1/test.tsv"}})
+    blurb = spec_of(
+        "gad-blurb",
+        {
+            "splits": {
+                "train": "rows:0-4261:datasets/RE/GAD/1/train.tsv",
+                "dev": "rows:4261-:datasets/RE/GAD/1/train.tsv",
+                "test": "datasets/RE/GAD/1/test.tsv",
+            }
+        },
+    )
     card = prepare(blurb, REAL / "gad", tmp_path / "gad-blurb")
     assert card["count_check"]["status"] == "ok" and card["count_check"]["checked_against_release"]
     assert card["count_check"]["found"] == {"train": 4261, "dev": train - 4261, "test": test}
@@ -167,7 +182,8 @@ def test_pinned_checksums_are_those_of_the_real_files():
     """A registry URL naming a file of a repository we hold complete is pinned to its sha256."""
     urls = {
         src["url"]: (task, name, src.get("sha256"))
-        for task, entry in load_registry().items() for name, src in entry["source"]["files"].items()
+        for task, entry in load_registry().items()
+        for name, src in entry["source"]["files"].items()
         if src and src.get("url")
     }
     pinned = 0
@@ -186,9 +202,16 @@ def test_pinned_checksums_are_those_of_the_real_files():
 
 def test_every_real_task_file_is_exercised():
     """A file added to the folder without a check here fails, rather than passing unread."""
-    covered = {f"{task}/{file}" for task, files in NER.items() for file in files.values()} | {
-        "species-800/datasets/NER/s800/test.tsv", "gad/datasets/RE/GAD/1/train.tsv", "gad/datasets/RE/GAD/1/test.tsv",
-        "pubmedqa/ori_pqal.json", "pubmedqa/test_ground_truth.json",
-    } | {f"hoc/bert_data/hoc/{s}.tsv" for s in ("train", "dev", "test")} | {
-        f"biosses/{s}.tsv" for s in ("train", "dev", "test")}
+    covered = (
+        {f"{task}/{file}" for task, files in NER.items() for file in files.values()}
+        | {
+            "species-800/datasets/NER/s800/test.tsv",
+            "gad/datasets/RE/GAD/1/train.tsv",
+            "gad/datasets/RE/GAD/1/test.tsv",
+            "pubmedqa/ori_pqal.json",
+            "pubmedqa/test_ground_truth.json",
+        }
+        | {f"hoc/bert_data/hoc/{s}.tsv" for s in ("train", "dev", "test")}
+        | {f"biosses/{s}.tsv" for s in ("train", "dev", "test")}
+    )
     assert {f"{task}/{file}" for task, meta in MANIFEST.items() for file in meta["files"]} <= covered

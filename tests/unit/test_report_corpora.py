@@ -15,15 +15,29 @@ ROOT = Path(__file__).resolve().parents[2]
 PUBLISHED = ROOT / "resources" / "reference" / "corpora_published.csv"
 
 
-def corpus(tmp_path: Path, name: str, type_: str, documents: int, words: int, restricted: bool = False,
-           **extra) -> Path:
+def corpus(
+    tmp_path: Path, name: str, type_: str, documents: int, words: int, restricted: bool = False, **extra
+) -> Path:
     d = tmp_path / "corpus" / name
     d.mkdir(parents=True)
-    stages = [{"stage": "input", "documents": documents + 3, "words": words + 30, "bytes": 10 * words + 300},
-              {"stage": "after_too_short", "documents": documents, "words": words, "bytes": 10 * words}]
-    (d / "stats.json").write_text(json.dumps({
-        "corpus": name, "type": type_, "documents": documents, "words": words, "bytes": 10 * words,
-        "dropped": {"malformed": 0, "too_short": 3}, "stages": stages, **extra}))
+    stages = [
+        {"stage": "input", "documents": documents + 3, "words": words + 30, "bytes": 10 * words + 300},
+        {"stage": "after_too_short", "documents": documents, "words": words, "bytes": 10 * words},
+    ]
+    (d / "stats.json").write_text(
+        json.dumps(
+            {
+                "corpus": name,
+                "type": type_,
+                "documents": documents,
+                "words": words,
+                "bytes": 10 * words,
+                "dropped": {"malformed": 0, "too_short": 3},
+                "stages": stages,
+                **extra,
+            }
+        )
+    )
     (d / "provenance.json").write_text(json.dumps({"restricted": restricted}))
     return d
 
@@ -35,23 +49,50 @@ def test_published_figures_are_the_papers():
     gu = rows[("pubmed", "Gu et al. 2021")]
     assert (gu.documents, gu.words) == (14_000_000, 3_200_000_000)
     assert (rows[("pmc", "Lewis et al. 2020")].documents, rows[("pmc", "Lewis et al. 2020")].words) == (
-        3_400_000, 9_600_000_000)
+        3_400_000,
+        9_600_000_000,
+    )
     assert rows[("mimic", "Lewis et al. 2020")].words == 500_000_000
 
 
 def test_table_puts_each_corpus_beside_the_published_ones(tmp_path):
     pm = corpus(tmp_path, "pubmed", "pubmed", 608, 93355)
     mimic = corpus(tmp_path, "mimic", "mimic", 165, 7000, restricted=True)
-    pmc = corpus(tmp_path, "pmc", "pmc", 12, 9000, source_selection={
-        "listed": 20, "dropped": {"older_version": 1, "licence": 6, "retracted": 0}})
+    pmc = corpus(
+        tmp_path,
+        "pmc",
+        "pmc",
+        12,
+        9000,
+        source_selection={"listed": 20, "dropped": {"older_version": 1, "licence": 6, "retracted": 0}},
+    )
     out = tmp_path / "tables"
-    main(["--corpus", str(pm), "--corpus", str(pmc), "--corpus", str(mimic), "--published", str(PUBLISHED),
-          "--out", str(out)])
+    main(
+        [
+            "--corpus",
+            str(pm),
+            "--corpus",
+            str(pmc),
+            "--corpus",
+            str(mimic),
+            "--published",
+            str(PUBLISHED),
+            "--out",
+            str(out),
+        ]
+    )
     rows = list(csv.DictReader((out / "corpora.csv").open()))
     assert [(r["row"], r["type"]) for r in rows] == [
-        ("ours", "pubmed"), ("published", "pubmed"), ("published", "pubmed"), ("published", "pubmed"),
-        ("ours", "pmc"), ("published", "pmc"), ("published", "pmc"),
-        ("ours", "mimic"), ("published", "mimic")]
+        ("ours", "pubmed"),
+        ("published", "pubmed"),
+        ("published", "pubmed"),
+        ("published", "pubmed"),
+        ("ours", "pmc"),
+        ("published", "pmc"),
+        ("published", "pmc"),
+        ("ours", "mimic"),
+        ("published", "mimic"),
+    ]
     assert rows[0]["documents"] == "608" and rows[0]["words"] == "93355" and rows[0]["dropped"] == "too_short 3"
     assert rows[4]["dropped"] == "too_short 3, older_version 1 before download, licence 6 before download"
     assert rows[7]["restricted"] == "True"
@@ -62,7 +103,9 @@ def test_table_puts_each_corpus_beside_the_published_ones(tmp_path):
     assert r"\label{tab:corpora}" in (out / "corpora.tex").read_text()
     stages = list(csv.DictReader((out / "corpora_stages.csv").open()))
     assert [(s["corpus"], s["stage"], s["documents"]) for s in stages[:2]] == [
-        ("pubmed", "input", "611"), ("pubmed", "after_too_short", "608")]
+        ("pubmed", "input", "611"),
+        ("pubmed", "after_too_short", "608"),
+    ]
     record = json.loads((out / "corpora.provenance.json").read_text())
     assert record["step"] == "report.corpora" and len(record["inputs"]["stats"]) == 3
 

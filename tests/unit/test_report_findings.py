@@ -10,8 +10,12 @@ from workflow_scripts.report.settings import load
 
 CONTROLS = {
     **MODELS,
-    "ctl": {"display": "no pretraining", "kind": "control", "published": {"lewis": None, "blurb": None},
-            "restricted": False},
+    "ctl": {
+        "display": "no pretraining",
+        "kind": "control",
+        "published": {"lewis": None, "blurb": None},
+        "restricted": False,
+    },
 }
 
 
@@ -20,8 +24,13 @@ def _study(tmp_path, monkeypatch, scores=None):
     gives a model's score per seed."""
     plain = test_report_tables.score
     scores = {"ctl": lambda task, fold, seed: 0.6, **(scores or {})}
-    monkeypatch.setattr(test_report_tables, "score", lambda model, task, fold, seed: (
-        scores[model](task, fold, seed) if model in scores else plain(model, task, fold, seed)))
+    monkeypatch.setattr(
+        test_report_tables,
+        "score",
+        lambda model, task, fold, seed: (
+            scores[model](task, fold, seed) if model in scores else plain(model, task, fold, seed)
+        ),
+    )
     return make_study(tmp_path, models=CONTROLS, compare=[["pm", "ctl"], ["scratch", "pm"]])
 
 
@@ -46,8 +55,15 @@ def test_group_means_are_compared_pairwise_over_seeds(tmp_path, monkeypatch):
 
 def test_findings_state_effects_and_those_that_did_not_appear(tmp_path, monkeypatch):
     jitter = {1: 0.02, 2: -0.02, 3: 0.0}
-    path = _study(tmp_path, monkeypatch, {"scratch": lambda task, fold, seed: (
-        test_report_tables.score("pm", task, fold, seed) + jitter[seed] * (1 if task == "gad" else 0))})
+    path = _study(
+        tmp_path,
+        monkeypatch,
+        {
+            "scratch": lambda task, fold, seed: (
+                test_report_tables.score("pm", task, fold, seed) + jitter[seed] * (1 if task == "gad" else 0)
+            )
+        },
+    )
     build(tmp_path, path)
     items = findings.findings(load(path), tmp_path / "results/tables", None)
     text = [f.sentence for f in items]

@@ -25,8 +25,9 @@ def settings(root: Path, with_inputs: bool) -> Path:
             if with_inputs:
                 p = root / rel
                 p.parent.mkdir(parents=True, exist_ok=True)
-                p.write_text(json.dumps({"metric": "entity_f1", "dev": {"score": 0.8},
-                                        "test": {"score": 0.8 + seed / 100}}))
+                p.write_text(
+                    json.dumps({"metric": "entity_f1", "dev": {"score": 0.8}, "test": {"score": 0.8 + seed / 100}})
+                )
     data = {
         "models": {"pm": {"display": "ours-PM"}, "base": {"display": "base"}},
         "tasks": {"ncbi": {"display": "NCBI-disease", "type": "ner", "metric": "entity_f1", "seeds": [1, 2, 3]}},
@@ -42,13 +43,28 @@ def settings(root: Path, with_inputs: bool) -> Path:
         log.write_text("".join(json.dumps(x) + "\n" for x in lines))
         diag = root / "results/vocab/pm/diagnostics.json"
         diag.parent.mkdir(parents=True, exist_ok=True)
-        diag.write_text(json.dumps({"vocab": "pm", "tokenizers": {
-            "pm": {"size": 8000, "term_coverage": 0.9,
-                   "fragmentation": {"ncbi": {"all_words": 1.1, "entity_words": 1.3}}},
-            "general": {"size": 30000, "term_coverage": 0.4,
-                        "fragmentation": {"ncbi": {"all_words": 1.3, "entity_words": 2.1},
-                                          "notes": {"all_words": 1.2, "entity_words": None}}},
-        }}))
+        diag.write_text(
+            json.dumps(
+                {
+                    "vocab": "pm",
+                    "tokenizers": {
+                        "pm": {
+                            "size": 8000,
+                            "term_coverage": 0.9,
+                            "fragmentation": {"ncbi": {"all_words": 1.1, "entity_words": 1.3}},
+                        },
+                        "general": {
+                            "size": 30000,
+                            "term_coverage": 0.4,
+                            "fragmentation": {
+                                "ncbi": {"all_words": 1.3, "entity_words": 2.1},
+                                "notes": {"all_words": 1.2, "entity_words": None},
+                            },
+                        },
+                    },
+                }
+            )
+        )
     path = root / "report.yaml"
     path.write_text(yaml.safe_dump(data))
     return path

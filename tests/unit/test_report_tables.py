@@ -19,21 +19,56 @@ LEWIS_CSV = REPO / "resources/reference/lewis2020_test_medians.csv"
 BLURB_CSV = REPO / "resources/reference/gu2021_blurb_table6_test.csv"
 
 TASKS = {
-    "bc5chem": {"display": "BC5CDR-C.", "type": "ner", "domain": "pubmed", "benchmarks": ["lewis", "blurb"],
-                "reference": {"lewis": "BC5CDR-C.", "blurb": "BC5-chem"}, "metric": "entity_f1", "folds": 0,
-                "selection_fold": None, "restricted": False, "seeds": [1, 2, 3]},
-    "gad": {"display": "GAD", "type": "relation", "domain": "pubmed", "benchmarks": ["lewis", "blurb"],
-            "reference": {"lewis": "GAD", "blurb": "GAD"}, "metric": "micro_f1_excl_negative", "folds": 3,
-            "selection_fold": 0,
-            "restricted": False, "seeds": [1, 2]},
-    "mednli": {"display": "MedNLI", "type": "nli", "domain": "clinical", "benchmarks": ["lewis"],
-               "reference": {"lewis": "MedNLI", "blurb": None}, "metric": "accuracy", "folds": 1,
-               "selection_fold": None, "restricted": True, "seeds": [1, 2, 3]},
+    "bc5chem": {
+        "display": "BC5CDR-C.",
+        "type": "ner",
+        "domain": "pubmed",
+        "benchmarks": ["lewis", "blurb"],
+        "reference": {"lewis": "BC5CDR-C.", "blurb": "BC5-chem"},
+        "metric": "entity_f1",
+        "folds": 0,
+        "selection_fold": None,
+        "restricted": False,
+        "seeds": [1, 2, 3],
+    },
+    "gad": {
+        "display": "GAD",
+        "type": "relation",
+        "domain": "pubmed",
+        "benchmarks": ["lewis", "blurb"],
+        "reference": {"lewis": "GAD", "blurb": "GAD"},
+        "metric": "micro_f1_excl_negative",
+        "folds": 3,
+        "selection_fold": 0,
+        "restricted": False,
+        "seeds": [1, 2],
+    },
+    "mednli": {
+        "display": "MedNLI",
+        "type": "nli",
+        "domain": "clinical",
+        "benchmarks": ["lewis"],
+        "reference": {"lewis": "MedNLI", "blurb": None},
+        "metric": "accuracy",
+        "folds": 1,
+        "selection_fold": None,
+        "restricted": True,
+        "seeds": [1, 2, 3],
+    },
 }
 MODELS = {
-    "pm": {"display": "ours-PM", "kind": "pretrain", "published": {"lewis": "ours-base+PM", "blurb": "PubMedBERT-uncased"},
-           "restricted": False},
-    "scratch": {"display": "scratch", "kind": "external", "published": {"lewis": None, "blurb": None}, "restricted": False},
+    "pm": {
+        "display": "ours-PM",
+        "kind": "pretrain",
+        "published": {"lewis": "ours-base+PM", "blurb": "PubMedBERT-uncased"},
+        "restricted": False,
+    },
+    "scratch": {
+        "display": "scratch",
+        "kind": "external",
+        "published": {"lewis": None, "blurb": None},
+        "restricted": False,
+    },
 }
 
 
@@ -58,17 +93,35 @@ def make_study(root: Path, skip=(), tasks=None, models=None, **agg) -> Path:
                     path = root / rel
                     path.parent.mkdir(parents=True, exist_ok=True)
                     s = score(model, task, fold, seed)
-                    path.write_text(json.dumps({
-                        "model": model, "task": task, "fold": fold, "seed": seed, "metric": t["metric"],
-                        "dev": {"score": s - 0.01}, "test": {"score": s, "precision": s, "recall": s},
-                        "best_step": 10, "steps": 20, "restricted": t.get("restricted", False), "runtime_s": 1.0,
-                    }))
+                    path.write_text(
+                        json.dumps(
+                            {
+                                "model": model,
+                                "task": task,
+                                "fold": fold,
+                                "seed": seed,
+                                "metric": t["metric"],
+                                "dev": {"score": s - 0.01},
+                                "test": {"score": s, "precision": s, "recall": s},
+                                "best_step": 10,
+                                "steps": 20,
+                                "restricted": t.get("restricted", False),
+                                "runtime_s": 1.0,
+                            }
+                        )
+                    )
     settings = {
         "models": models,
         "tasks": tasks,
         "runs": runs,
-        "aggregation": {"statistic": "median", "bootstrap_samples": 200, "confidence": 0.95, "bootstrap_seed": 0,
-                        "compare": [["pm", "scratch"]], **agg},
+        "aggregation": {
+            "statistic": "median",
+            "bootstrap_samples": 200,
+            "confidence": 0.95,
+            "bootstrap_seed": 0,
+            "compare": [["pm", "scratch"]],
+            **agg,
+        },
         "reference": {"lewis": str(LEWIS_CSV), "blurb": str(BLURB_CSV)},
         "pretrain_logs": {},
         "vocab_diagnostics": {},
@@ -237,11 +290,24 @@ def test_comparisons_pair_runs_by_fold_and_seed(tmp_path):
 
 
 def test_mean_statistic_and_full_blurb_score(tmp_path):
-    types = {"ner": "BC5-chem", "pico": "EBM PICO", "relation": "ChemProt", "similarity": "BIOSSES",
-             "doc_classification": "HoC", "qa": "PubMedQA"}
+    types = {
+        "ner": "BC5-chem",
+        "pico": "EBM PICO",
+        "relation": "ChemProt",
+        "similarity": "BIOSSES",
+        "doc_classification": "HoC",
+        "qa": "PubMedQA",
+    }
     tasks = {
-        ty: {"display": ref, "type": ty, "domain": "pubmed", "benchmarks": ["blurb"], "reference": {"blurb": ref},
-             "metric": "accuracy", "seeds": [1, 2]}
+        ty: {
+            "display": ref,
+            "type": ty,
+            "domain": "pubmed",
+            "benchmarks": ["blurb"],
+            "reference": {"blurb": ref},
+            "metric": "accuracy",
+            "seeds": [1, 2],
+        }
         for ty, ref in types.items()
     }
     settings = make_study(tmp_path, tasks=tasks, statistic="mean", compare=[])
@@ -276,9 +342,15 @@ def test_latex_and_markdown_escape_names():
 
 
 def test_each_benchmark_reads_its_own_metric_and_statistic(tmp_path):
-    hoc = {"display": "HoC", "type": "doc_classification", "domain": "pubmed", "benchmarks": ["lewis", "blurb"],
-           "reference": {"lewis": "HOC", "blurb": "HoC"}, "metric": {"lewis": "example_f1", "blurb": "label_micro_f1"},
-           "seeds": [1, 2, 3, 4]}
+    hoc = {
+        "display": "HoC",
+        "type": "doc_classification",
+        "domain": "pubmed",
+        "benchmarks": ["lewis", "blurb"],
+        "reference": {"lewis": "HOC", "blurb": "HoC"},
+        "metric": {"lewis": "example_f1", "blurb": "label_micro_f1"},
+        "seeds": [1, 2, 3, 4],
+    }
     path = make_study(tmp_path, tasks={"hoc": hoc}, compare=[])
     data = yaml.safe_load(path.read_text())
     del data["aggregation"]["statistic"]  # the defaults: median for Lewis et al., mean for BLURB
@@ -289,8 +361,13 @@ def test_each_benchmark_reads_its_own_metric_and_statistic(tmp_path):
         m = tmp_path / r["metrics"]
         doc = json.loads(m.read_text())
         s = r["seed"]
-        doc["test"] = {"score": example[s], "example_f1": example[s], "label_micro_f1": micro[s],
-                       "label_macro_f1": 0.5, "by_metric": {"label_micro_f1": {"score": micro[s], "precision": 0.6}}}
+        doc["test"] = {
+            "score": example[s],
+            "example_f1": example[s],
+            "label_micro_f1": micro[s],
+            "label_macro_f1": 0.5,
+            "by_metric": {"label_micro_f1": {"score": micro[s], "precision": 0.6}},
+        }
         m.write_text(json.dumps(doc))
     build(tmp_path, path)
     out = tmp_path / "results/tables"
@@ -323,13 +400,21 @@ def test_folded_task_takes_the_statistic_per_fold_then_over_folds(tmp_path):
     build(tmp_path, path)
     g = cell(read_csv(tmp_path / "results/tables/medians.csv"), "pm", "gad")
     assert g["n"] == "9" and float(g["value"]) == pytest.approx(52.0)
-    assert "GAD: the statistic over the seeds of each fold, then over the folds" in (
-        tmp_path / "results/tables/medians.md").read_text()
+    assert (
+        "GAD: the statistic over the seeds of each fold, then over the folds"
+        in (tmp_path / "results/tables/medians.md").read_text()
+    )
 
 
 def test_a_run_without_a_metric_of_the_tables_is_named(tmp_path):
-    hoc = {"display": "HoC", "type": "doc_classification", "domain": "pubmed", "benchmarks": ["lewis", "blurb"],
-           "metric": {"lewis": "example_f1", "blurb": "label_micro_f1"}, "seeds": [1]}
+    hoc = {
+        "display": "HoC",
+        "type": "doc_classification",
+        "domain": "pubmed",
+        "benchmarks": ["lewis", "blurb"],
+        "metric": {"lewis": "example_f1", "blurb": "label_micro_f1"},
+        "seeds": [1],
+    }
     path = make_study(tmp_path, tasks={"hoc": hoc}, compare=[])
     with pytest.raises(PipelineError, match=r"seed~1/metrics.json: test: key 'example_f1' is missing"):
         build(tmp_path, path)

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from workflow_scripts.typed import parse
 from workflow_scripts.download.fetch import Options, fetch
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.tasks import subsets
@@ -21,6 +20,7 @@ from workflow_scripts.tasks.readers import get_reader
 from workflow_scripts.tasks.readers.corpora import split_sentences
 from workflow_scripts.tasks.registry import deep_merge, load_registry
 from workflow_scripts.tasks.spec import TaskSpec
+from workflow_scripts.typed import parse
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tasks"
 FAST = Options(retries=1, backoff=0.01, timeout=5)
@@ -57,8 +57,10 @@ def site(tmp_path_factory):
     fold.mkdir(parents=True)
     sentences = ['the @GENE$ variant raises @DISEASE$ risk, a "rare" allele', '"S" alleles of @GENE$ and @DISEASE$']
     (fold / "train.tsv").write_text("".join(f"{sentences[i % 2]} {i}\t{i % 2}\n" for i in range(4796)))
-    (fold / "test.tsv").write_text("index\tsentence\tlabel\n" + "".join(
-        f"{i}\t@GENE$ is not linked to @DISEASE$ {i}.\t{i % 2}\n" for i in range(534)))
+    (fold / "test.tsv").write_text(
+        "index\tsentence\tlabel\n"
+        + "".join(f"{i}\t@GENE$ is not linked to @DISEASE$ {i}.\t{i % 2}\n" for i in range(534))
+    )
     tar_dir(root / "datasets", root / "datasets.tar.gz", "datasets")
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
     handler.log_message = lambda *args: None
@@ -86,8 +88,11 @@ def test_hoc_blurb_takes_the_indexed_abstracts_label_less_ones_included(site, tm
     assert [r["id"] for r in train] == ["10000004", "10000001", "10000006"]  # the index's order
     assert [r["id"] for r in dev] == ["10000005"] and [r["id"] for r in test] == ["10000002", "10000003"]
     assert train[0]["labels"] == ["genomic instability and mutation", "tumor promoting inflammation"]
-    assert train[1]["labels"] == ["evading growth suppressors", "resisting cell death",
-                                  "sustaining proliferative signaling"]
+    assert train[1]["labels"] == [
+        "evading growth suppressors",
+        "resisting cell death",
+        "sustaining proliferative signaling",
+    ]
     assert train[2]["labels"] == [] and dev[0]["labels"] == []
     assert test[0]["text"].startswith("VEGF promotes tumour angiogenesis . Patients were enrolled")
     assert test[0]["labels"] == ["activating invasion and metastasis", "inducing angiogenesis"]
@@ -126,14 +131,19 @@ def test_gad_blurb_is_fold_one_split_at_row_4261_with_checked_counts(site, tmp_p
 
 def test_bioasq_blurb_says_how_to_register_then_reads_the_indexed_questions(site, tmp_path):
     spec = download("bioasq-blurb", site, tmp_path / "raw")
-    with pytest.raises(PipelineError, match=r"registration-only data: BioASQ Task 7b: register .*"
-                                            r"participants-area\.bioasq\.org.*tasks\.bioasq-blurb\.source\.local_dir"):
+    with pytest.raises(
+        PipelineError,
+        match=r"registration-only data: BioASQ Task 7b: register .*"
+        r"participants-area\.bioasq\.org.*tasks\.bioasq-blurb\.source\.local_dir",
+    ):
         prepare(spec, tmp_path / "raw", tmp_path / "out")
     spec = registry_spec("bioasq-blurb", {"source": {"local_dir": str(FIXTURES / "bioasq_7b")}})
     prepare(spec, tmp_path / "raw", tmp_path / "out")
     train, dev, test = (jsonl(tmp_path / "out" / f"{s}.jsonl") for s in ("train", "dev", "test"))
-    assert [(r["id"], r["label"]) for r in train] == [("5118dd1305c10fae75000001", "no"),
-                                                      ("5a6a2b3fb750ff4455000048", "yes")]
+    assert [(r["id"], r["label"]) for r in train] == [
+        ("5118dd1305c10fae75000001", "no"),
+        ("5a6a2b3fb750ff4455000048", "yes"),
+    ]
     assert [r["id"] for r in dev] == ["5a7340962dc08e987e000017"]  # in two files, taken once
     assert [r["id"] for r in test] == ["5c52f3e17e3cb0e23100000b", "5c6b7a9e7c78d6947100001c"]
 
@@ -160,10 +170,18 @@ def test_train_and_test_indexes_sharing_an_abstract_are_refused(tmp_path):
     (tmp_path / "raw" / "idx" / "train.tsv").write_text("10000001.txt,10000002.txt")
     (tmp_path / "raw" / "idx" / "test.tsv").write_text("10000002.txt")
     corpus = "Hallmarks-of-Cancer-master"
-    spec = registry_spec("hoc-blurb", {"source": {"files": {"data_generation.tar.gz": None}}, "expected_counts": None,
-                                       "splits": {"train": f"index:idx/train.tsv:{corpus}",
-                                                  "dev": f"index:idx/train.tsv:{corpus}",
-                                                  "test": f"index:idx/test.tsv:{corpus}"}})
+    spec = registry_spec(
+        "hoc-blurb",
+        {
+            "source": {"files": {"data_generation.tar.gz": None}},
+            "expected_counts": None,
+            "splits": {
+                "train": f"index:idx/train.tsv:{corpus}",
+                "dev": f"index:idx/train.tsv:{corpus}",
+                "test": f"index:idx/test.tsv:{corpus}",
+            },
+        },
+    )
     with pytest.raises(PipelineError, match="train and test share 1 documents .first: '10000002'"):
         prepare(spec, tmp_path / "raw", tmp_path / "out")
 
@@ -182,8 +200,10 @@ def test_hoc_corpus_needs_a_label_segment_per_sentence(tmp_path):
 
 def test_ddi_pair_naming_a_missing_entity(tmp_path):
     doc = tmp_path / "d.xml"
-    doc.write_text('<document id="d"><sentence id="d.s0" text="A and B."><entity charOffset="0-0" id="d.s0.e0"/>'
-                   '<pair ddi="false" e1="d.s0.e0" e2="d.s0.e9" id="d.s0.p0"/></sentence></document>')
+    doc.write_text(
+        '<document id="d"><sentence id="d.s0" text="A and B."><entity charOffset="0-0" id="d.s0.e0"/>'
+        '<pair ddi="false" e1="d.s0.e0" e2="d.s0.e9" id="d.s0.p0"/></sentence></document>'
+    )
     with pytest.raises(PipelineError, match="d.xml: pair d.s0.p0 names an entity the sentence does not have"):
         get_reader("ddi_xml")(doc, registry_spec("ddi-blurb"), name="d.xml")
 
@@ -200,17 +220,28 @@ def test_chemprot_blurb_pairs_every_chemical_with_every_gene_of_a_sentence(tmp_p
     prepare(registry_spec("chemprot-blurb"), raw, tmp_path / "out")
     train, dev, test = (jsonl(tmp_path / "out" / f"{s}.jsonl") for s in ("train", "dev", "test"))
     assert [(r["id"], r["label"]) for r in train] == [
-        ("10047461.T1.T2", "CPR:4"), ("10047461.T3.T4", "CPR:4"), ("10047461.T3.T5", "false"),
-        ("10047461.T7.T8", "CPR:3")]
+        ("10047461.T1.T2", "CPR:4"),
+        ("10047461.T3.T4", "CPR:4"),
+        ("10047461.T3.T5", "false"),
+        ("10047461.T7.T8", "CPR:3"),
+    ]
     assert train[0]["text"] == "@CHEMICAL$ inhibits @GENE$ in platelets."
     assert train[1]["text"] == "@CHEMICAL$, e.g. in high doses, also blocks @GENE$ and COX-1."
     assert [(r["text"], r["label"]) for r in dev] == [
-        ("@CHEMICAL-GENE$ signalling.", "false"), ("@CHEMICAL$ blocks the @GENE$.", "CPR:6")]
+        ("@CHEMICAL-GENE$ signalling.", "false"),
+        ("@CHEMICAL$ blocks the @GENE$.", "CPR:6"),
+    ]
     assert [(r["id"], r["text"], r["label"]) for r in test] == [
-        ("22222222.T1.T2", "@GENE$ metabolises @CHEMICAL$.", "CPR:9")]
+        ("22222222.T1.T2", "@GENE$ metabolises @CHEMICAL$.", "CPR:9")
+    ]
 
 
 def test_sentences_end_at_the_title_and_full_stops_but_not_abbreviations_or_initials():
     text = "A title\tIt rose (p < 0.05). Dr. J. Smith et al. saw it, e.g. twice. Was it 2.5 times? Yes."
     assert split_sentences(text) == [
-        "A title", "It rose (p < 0.05).", "Dr. J. Smith et al. saw it, e.g. twice.", "Was it 2.5 times?", "Yes."]
+        "A title",
+        "It rose (p < 0.05).",
+        "Dr. J. Smith et al. saw it, e.g. twice.",
+        "Was it 2.5 times?",
+        "Yes.",
+    ]

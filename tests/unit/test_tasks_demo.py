@@ -11,8 +11,11 @@ SPEC = ROOT / "demo" / "generator" / "demo_tasks.yaml"
 
 def test_generator_reproduces_the_committed_demo_tasks(tmp_path):
     out, spec = tmp_path / "tasks", tmp_path / "demo_tasks.yaml"
-    subprocess.run([sys.executable, str(ROOT / "demo/generator/tasks.py"), "--out", str(out), "--spec", str(spec)],
-                   check=True, cwd=tmp_path)
+    subprocess.run(
+        [sys.executable, str(ROOT / "demo/generator/tasks.py"), "--out", str(out), "--spec", str(spec)],
+        check=True,
+        cwd=tmp_path,
+    )
     generated = sorted(p.relative_to(out) for p in out.rglob("*") if p.is_file())
     committed = sorted(p.relative_to(COMMITTED) for p in COMMITTED.rglob("*") if p.is_file())
     assert generated == committed

@@ -44,7 +44,9 @@ def test_train_instances_labels_and_negatives():
     assert by_id["record-21:6:7-8"]["label"] == "false"
     # two problems on one line form a candidate pair too (PIP)
     assert by_id["record-22:2:0-1"] == {
-        "id": "record-22:2:0-1", "text": "The patient has @PROBLEM$ and @PROBLEM$ .", "label": "false",
+        "id": "record-22:2:0-1",
+        "text": "The patient has @PROBLEM$ and @PROBLEM$ .",
+        "label": "false",
         "entities": [{"start": 16, "end": 25, "type": "PROBLEM"}, {"start": 30, "end": 39, "type": "PROBLEM"}],
     }
 
@@ -66,7 +68,7 @@ def test_records_have_the_blue_tsv_relation_schema(tmp_path):
     tsv.write_text("index\tsentence\tlabel\n" + "".join(f"{r['id']}\t{r['text']}\t{r['label']}\n" for r in records))
     assert read_blue_tsv(tsv, SPEC, name="train.tsv") == records
     for r in records:
-        assert [r["text"][e["start"]:e["end"]] for e in r["entities"]] == [f"@{e['type']}$" for e in r["entities"]]
+        assert [r["text"][e["start"] : e["end"]] for e in r["entities"]] == [f"@{e['type']}$" for e in r["entities"]]
 
 
 def test_test_release_keeps_texts_in_a_separate_folder():
@@ -84,24 +86,39 @@ def test_a_line_starting_with_whitespace_counts_an_empty_first_word_as_blue_does
 CON, REL, TXT = "beth/concept/record-21.con", "beth/rel/record-21.rel", "beth/txt/record-21.txt"
 
 
-@pytest.mark.parametrize("edits, error", [
-    ([("partners/rel/record-22.rel", '||r="PIP"||', ' r="PIP" ')],
-     r"release/partners/rel/record-22.rel:2: expected 'c="),
-    ([(CON, 'c="fever" 6:5 6:5||', 'c="fever" 6:5||')], r"release/beth/concept/record-21.con:9: expected"),
-    ([(CON, 'c="fever" 6:5 6:5', 'c="fever" 6:6 6:6')],
-     r"record-21.con:9: concept 'fever' but words 6-6 of line 6 .* read 'resolved'"),
-    ([(TXT, "metoprolol", "lisinopril")], r"record-21.con:1: concept 'metoprolol' but .* read 'lisinopril'"),
-    ([(TXT, "metoprolol", "lisinopril"), (CON, "metoprolol", "lisinopril")],
-     r"record-21.rel:1: concept 'metoprolol' but .* read 'lisinopril'"),
-    ([(REL, 'c="fever" 6:5 6:5', 'c="fever" 6:5 7:0')], r"record-21.rel:5: span 6:5 7:0 is not within one line"),
-    ([(REL, 'c="acetaminophen" 6:8 6:8', 'c="metoprolol" 3:4 3:4')],
-     r"record-21.rel:5: relation between a treatment and a problem on lines 3 and 6"),
-    ([(REL, '||c="a left lower lobe pneumonia" 4:4 4:8\nc="amox', '||c="a chest x-ray" 4:0 4:2\nc="amox')],
-     r"record-21.rel:3: relation between a treatment and a test"),
-    ([(REL, 'c="atrial fibrillation" 3:6 3:7', 'c="fibrillation" 3:7 3:7')],
-     r"record-21.rel:1: concept 'fibrillation' is not annotated in record-21.con"),
-    ([(REL, 'r="TrIP"', 'r="TrXX"')], r"record-21.rel:5: label 'TrXX' is not one of the task's labels"),
-])
+@pytest.mark.parametrize(
+    "edits, error",
+    [
+        (
+            [("partners/rel/record-22.rel", '||r="PIP"||', ' r="PIP" ')],
+            r"release/partners/rel/record-22.rel:2: expected 'c=",
+        ),
+        ([(CON, 'c="fever" 6:5 6:5||', 'c="fever" 6:5||')], r"release/beth/concept/record-21.con:9: expected"),
+        (
+            [(CON, 'c="fever" 6:5 6:5', 'c="fever" 6:6 6:6')],
+            r"record-21.con:9: concept 'fever' but words 6-6 of line 6 .* read 'resolved'",
+        ),
+        ([(TXT, "metoprolol", "lisinopril")], r"record-21.con:1: concept 'metoprolol' but .* read 'lisinopril'"),
+        (
+            [(TXT, "metoprolol", "lisinopril"), (CON, "metoprolol", "lisinopril")],
+            r"record-21.rel:1: concept 'metoprolol' but .* read 'lisinopril'",
+        ),
+        ([(REL, 'c="fever" 6:5 6:5', 'c="fever" 6:5 7:0')], r"record-21.rel:5: span 6:5 7:0 is not within one line"),
+        (
+            [(REL, 'c="acetaminophen" 6:8 6:8', 'c="metoprolol" 3:4 3:4')],
+            r"record-21.rel:5: relation between a treatment and a problem on lines 3 and 6",
+        ),
+        (
+            [(REL, '||c="a left lower lobe pneumonia" 4:4 4:8\nc="amox', '||c="a chest x-ray" 4:0 4:2\nc="amox')],
+            r"record-21.rel:3: relation between a treatment and a test",
+        ),
+        (
+            [(REL, 'c="atrial fibrillation" 3:6 3:7', 'c="fibrillation" 3:7 3:7')],
+            r"record-21.rel:1: concept 'fibrillation' is not annotated in record-21.con",
+        ),
+        ([(REL, 'r="TrIP"', 'r="TrXX"')], r"record-21.rel:5: label 'TrXX' is not one of the task's labels"),
+    ],
+)
 def test_bad_release_files_are_refused_naming_file_and_line(tmp_path, edits, error):
     train = copy_train(tmp_path)
     for rel, old, new in edits:
@@ -127,7 +144,7 @@ def test_unknown_selector_option():
 def test_the_registry_comment_selects_blue_tsv_files_instead():
     """The override documented above the registry entry is a valid config and does what it says."""
     text = (ROOT / "workflow_scripts" / "tasks" / "registry.yaml").read_text()
-    block = text[text.index("put in config.yaml:\n") + len("put in config.yaml:\n"):text.index("  # (null drops")]
+    block = text[text.index("put in config.yaml:\n") + len("put in config.yaml:\n") : text.index("  # (null drops")]
     override = yaml.safe_load("\n".join(line.removeprefix("  #   ") for line in block.splitlines()))
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
     config["tasks"]["i2b2-2010-re"] = override["tasks"]["i2b2-2010-re"]

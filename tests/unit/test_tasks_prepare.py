@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from workflow_scripts.typed import parse
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.tasks.prepare_task import main, prepare
 from workflow_scripts.tasks.registry import resolve
 from workflow_scripts.tasks.spec import PrepareTaskSettings, TaskSpec
+from workflow_scripts.typed import parse
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = ROOT / "demo"
@@ -51,10 +51,15 @@ def test_prepare_cli_on_the_demo_tasks(task, tmp_path, monkeypatch):
     assert card["count_check"]["status"] == "ok"
     assert {s: card["splits"][s]["examples"] for s in sizes} == sizes
     record = jsonl(out / "train.jsonl")[0]
-    fields = {"ner": {"id", "tokens", "tags"}, "pico": {"id", "tokens", "tags"},
-              "relation": {"id", "text", "label", "entities"}, "similarity": {"id", "text_a", "text_b", "score"},
-              "doc_classification": {"id", "text", "labels"}, "qa": {"id", "question", "context", "label"},
-              "nli": {"id", "text_a", "text_b", "label"}}[entry["type"]]
+    fields = {
+        "ner": {"id", "tokens", "tags"},
+        "pico": {"id", "tokens", "tags"},
+        "relation": {"id", "text", "label", "entities"},
+        "similarity": {"id", "text_a", "text_b", "score"},
+        "doc_classification": {"id", "text", "labels"},
+        "qa": {"id", "question", "context", "label"},
+        "nli": {"id", "text_a", "text_b", "label"},
+    }[entry["type"]]
     assert set(record) == fields
     ids = {s: {r["id"] for r in jsonl(out / f"{s}.jsonl")} for s in sizes}
     assert not ids["train"] & ids["dev"] and not ids["dev"] & ids["test"]
@@ -74,8 +79,9 @@ def test_ner_data_card_counts_mentions(tmp_path, monkeypatch):
 
 def test_count_mismatch_stops_the_run_and_keeps_previous_output(tmp_path, monkeypatch):
     monkeypatch.chdir(DEMO)
-    entry = dict(DEMO_SPECS["demo-re"], expected_counts={"train": 300, "dev": 81, "test": 100},
-                 expected_counts_checked=True)
+    entry = dict(
+        DEMO_SPECS["demo-re"], expected_counts={"train": 300, "dev": 81, "test": 100}, expected_counts_checked=True
+    )
     out = tmp_path / "out"
     out.mkdir()
     (out / "train.jsonl").write_text("previous\n")
@@ -105,21 +111,38 @@ def test_paper_count_never_checked_warns_and_records_the_real_count(tmp_path, mo
 
 
 def test_cli_reports_errors_in_one_line(tmp_path):
-    entry = dict(DEMO_SPECS["demo-nli"], restricted=True,
-                 source={"files": {"mli_train_v1.jsonl": {}}, "access": "apply at physionet.org"})
+    entry = dict(
+        DEMO_SPECS["demo-nli"],
+        restricted=True,
+        source={"files": {"mli_train_v1.jsonl": {}}, "access": "apply at physionet.org"},
+    )
     proc = subprocess.run(
-        [sys.executable, "-m", "workflow_scripts.tasks.prepare_task",
-         "--settings", str(write_settings(tmp_path, entry)),
-         "--raw", str(tmp_path / "raw"), "--out", str(tmp_path / "out")],
-        capture_output=True, text=True, cwd=tmp_path)
+        [
+            sys.executable,
+            "-m",
+            "workflow_scripts.tasks.prepare_task",
+            "--settings",
+            str(write_settings(tmp_path, entry)),
+            "--raw",
+            str(tmp_path / "raw"),
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: ")
     assert not (tmp_path / "out").exists()
 
 
 def test_credentialed_task_without_files_says_where_to_get_access(tmp_path):
-    entry = dict(DEMO_SPECS["demo-nli"], restricted=True,
-                 source={"files": {}, "access": "PhysioNet credentialed access: https://physionet.org/content/mednli/"})
+    entry = dict(
+        DEMO_SPECS["demo-nli"],
+        restricted=True,
+        source={"files": {}, "access": "PhysioNet credentialed access: https://physionet.org/content/mednli/"},
+    )
     (tmp_path / "raw").mkdir()
     with pytest.raises(PipelineError, match=r"credentialed data: PhysioNet credentialed access: https://physionet.org"):
         prepare(parse(TaskSpec, entry, "t"), tmp_path / "raw", tmp_path / "out")
@@ -130,8 +153,13 @@ def test_credentialed_files_from_local_dir_mark_output_restricted(tmp_path):
     local.mkdir()
     for split in ("train", "dev", "test"):
         shutil.copy(FIXTURES / "mednli" / "mli.jsonl", local / f"mli_{split}_v1.jsonl")
-    entry = dict(DEMO_SPECS["demo-nli"], name="mednli", restricted=True, expected_counts={},
-                 source={"files": {}, "local_dir": str(local), "access": "PhysioNet"})
+    entry = dict(
+        DEMO_SPECS["demo-nli"],
+        name="mednli",
+        restricted=True,
+        expected_counts={},
+        source={"files": {}, "local_dir": str(local), "access": "PhysioNet"},
+    )
     out = tmp_path / "out"
     prepare(parse(TaskSpec, entry, "t"), tmp_path / "raw", out)
     assert len(jsonl(out / "test.jsonl")) == 3
@@ -146,19 +174,29 @@ def gad_like_release(tmp_path):
         for fold in (1, 2):
             train = "".join(f"@GENE$ variant {fold}-{i} and @DISEASE$ .\t{i % 2}\n" for i in range(40))
             test = "index\tsentence\tlabel\n" + "".join(
-                f"t{fold}-{i}\t@GENE$ test {i} in @DISEASE$ .\t{i % 2}\n" for i in range(10))
+                f"t{fold}-{i}\t@GENE$ test {i} in @DISEASE$ .\t{i % 2}\n" for i in range(10)
+            )
             zf.writestr(f"RE/GAD/{fold}/train.tsv", train)
             zf.writestr(f"RE/GAD/{fold}/test.tsv", test)
     return raw
 
 
 GAD = {
-    "name": "gad-like", "display": "GAD", "type": "relation", "domain": "pubmed", "format": "blue_tsv",
+    "name": "gad-like",
+    "display": "GAD",
+    "type": "relation",
+    "domain": "pubmed",
+    "format": "blue_tsv",
     "source": {"files": {"REdata.zip": {}}},
-    "splits": {"train": "REdata.zip/RE/GAD/{fold1}/train.tsv",
-               "dev": "holdout:0.1:REdata.zip/RE/GAD/{fold1}/train.tsv",
-               "test": "REdata.zip/RE/GAD/{fold1}/test.tsv"},
-    "folds": 2, "selection_fold": 0, "metric": "micro_f1_excl_negative", "labels": ["0", "1"],
+    "splits": {
+        "train": "REdata.zip/RE/GAD/{fold1}/train.tsv",
+        "dev": "holdout:0.1:REdata.zip/RE/GAD/{fold1}/train.tsv",
+        "test": "REdata.zip/RE/GAD/{fold1}/test.tsv",
+    },
+    "folds": 2,
+    "selection_fold": 0,
+    "metric": "micro_f1_excl_negative",
+    "labels": ["0", "1"],
     "negative_label": "0",
 }
 
@@ -192,14 +230,25 @@ def test_holdout_by_document_and_joined_sources(tmp_path):
         (raw / name / "220-01.xml").rename(raw / name / f"{name}-doc.xml")
     labels = ["O"] + [f"{p}-{t}" for t in ("DATE", "DOCTOR", "PATIENT", "HOSPITAL") for p in "BI"]
     entry = {
-        "name": "deid", "display": "De-id", "type": "ner", "domain": "clinical", "format": "i2b2_xml",
-        "source": {"files": {}}, "metric": "entity_f1_strict", "labels": labels, "restricted": True,
-        "splits": {"train": "set1#*:TYPE+set2#*:TYPE", "dev": "holdout:1:set1#*:TYPE+set2#*:TYPE",
-                   "test": "test#*:TYPE"},
+        "name": "deid",
+        "display": "De-id",
+        "type": "ner",
+        "domain": "clinical",
+        "format": "i2b2_xml",
+        "source": {"files": {}},
+        "metric": "entity_f1_strict",
+        "labels": labels,
+        "restricted": True,
+        "splits": {
+            "train": "set1#*:TYPE+set2#*:TYPE",
+            "dev": "holdout:1:set1#*:TYPE+set2#*:TYPE",
+            "test": "test#*:TYPE",
+        },
     }
     out = tmp_path / "out"
     prepare(parse(TaskSpec, entry, "t"), raw, out)
     train, dev = jsonl(out / "train.jsonl"), jsonl(out / "dev.jsonl")
+
     def docs(records):
         return {r["id"].split(":")[0] for r in records}
 
@@ -224,10 +273,16 @@ def test_tar_members_with_dot_slash_prefix(tmp_path):
             info.size = len(data)
             tf.addfile(info, io.BytesIO(data))
     entry = {
-        "name": "chemprot-like", "display": "ChemProt", "type": "relation", "domain": "pubmed",
-        "format": "blue_tsv", "source": {"files": {"bert_data.tar.gz": {}}}, "metric": "micro_f1_excl_negative",
+        "name": "chemprot-like",
+        "display": "ChemProt",
+        "type": "relation",
+        "domain": "pubmed",
+        "format": "blue_tsv",
+        "source": {"files": {"bert_data.tar.gz": {}}},
+        "metric": "micro_f1_excl_negative",
         "splits": {s: f"bert_data.tar.gz/bert_data/ChemProt/{s}.tsv" for s in ("train", "dev", "test")},
-        "labels": ["CPR:3", "CPR:4", "CPR:5", "CPR:6", "CPR:9", "false"], "negative_label": "false",
+        "labels": ["CPR:3", "CPR:4", "CPR:5", "CPR:6", "CPR:9", "false"],
+        "negative_label": "false",
         "expected_counts": {"train": 3, "dev": 3, "test": 3},
     }
     card = prepare(parse(TaskSpec, entry, "t"), raw, tmp_path / "out")
@@ -237,6 +292,8 @@ def test_tar_members_with_dot_slash_prefix(tmp_path):
 
 def test_dev_or_train_reading_the_test_file_is_refused(tmp_path, monkeypatch):
     monkeypatch.chdir(DEMO)
-    entry = dict(DEMO_SPECS["demo-re"], splits={"train": "train.tsv", "dev": "holdout:0.1:test.tsv", "test": "test.tsv"})
+    entry = dict(
+        DEMO_SPECS["demo-re"], splits={"train": "train.tsv", "dev": "holdout:0.1:test.tsv", "test": "test.tsv"}
+    )
     with pytest.raises(PipelineError, match="dev and test both read 'test.tsv'"):
         prepare(parse(TaskSpec, entry, "t"), Path("raw_source/tasks/demo-re"), tmp_path / "out")

@@ -11,17 +11,32 @@ from workflow_scripts.tasks.spec import TaskSpec
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tasks"
 HALLMARKS = [
-    "activating invasion and metastasis", "avoiding immune destruction", "cellular energetics",
-    "enabling replicative immortality", "evading growth suppressors",
-    "genomic instability and mutation", "inducing angiogenesis", "resisting cell death",
-    "sustaining proliferative signaling", "tumor promoting inflammation",
+    "activating invasion and metastasis",
+    "avoiding immune destruction",
+    "cellular energetics",
+    "enabling replicative immortality",
+    "evading growth suppressors",
+    "genomic instability and mutation",
+    "inducing angiogenesis",
+    "resisting cell death",
+    "sustaining proliferative signaling",
+    "tumor promoting inflammation",
 ]
 
 
 def spec(type_="ner", fmt="conll", labels=(), **kw) -> TaskSpec:
-    return TaskSpec(name="t", display="T", type=type_, domain="pubmed", format=fmt, source=None,
-                    splits={"train": "x", "dev": "x", "test": "x"}, metric="accuracy",
-                    labels=list(labels), **kw)
+    return TaskSpec(
+        name="t",
+        display="T",
+        type=type_,
+        domain="pubmed",
+        format=fmt,
+        source=None,
+        splits={"train": "x", "dev": "x", "test": "x"},
+        metric="accuracy",
+        labels=list(labels),
+        **kw,
+    )
 
 
 def read(fmt, rel, task, selector=None):
@@ -58,10 +73,13 @@ def test_conll_untyped_tags_need_a_single_type():
         read("conll", "conll/untyped_iobes.tsv", spec(labels=["O", "B-A", "I-A", "B-B", "I-B"]))
 
 
-@pytest.mark.parametrize("rel, message", [
-    ("conll/bad_columns.tsv", r"conll/bad_columns.tsv:2: expected 'token<TAB>tag'"),
-    ("conll/bad_tag.tsv", r"conll/bad_tag.tsv:2: 'X-Disease' is not a BIO/IOBES tag"),
-])
+@pytest.mark.parametrize(
+    "rel, message",
+    [
+        ("conll/bad_columns.tsv", r"conll/bad_columns.tsv:2: expected 'token<TAB>tag'"),
+        ("conll/bad_tag.tsv", r"conll/bad_tag.tsv:2: 'X-Disease' is not a BIO/IOBES tag"),
+    ],
+)
 def test_conll_malformed_line_names_file_and_line(rel, message):
     with pytest.raises(PipelineError, match=message):
         read("conll", rel, DISEASE)
@@ -107,8 +125,10 @@ def test_blue_tsv_with_header_keeps_ids_and_locates_entities():
     assert [r["label"] for r in records] == ["CPR:4", "false", "CPR:5"]
     first = records[0]
     assert first["id"] == "10064839.T1.T22"
-    assert [(e["type"], first["text"][e["start"]:e["end"]]) for e in first["entities"]] == [
-        ("CHEMICAL", "@CHEMICAL$"), ("GENE", "@GENE$")]
+    assert [(e["type"], first["text"][e["start"] : e["end"]]) for e in first["entities"]] == [
+        ("CHEMICAL", "@CHEMICAL$"),
+        ("GENE", "@GENE$"),
+    ]
 
 
 def test_blue_tsv_biobert_fold_without_header():
@@ -133,7 +153,10 @@ def test_hoc_flags_are_joined_per_abstract():
     assert [r["id"] for r in records] == ["12345", "67890"]
     assert records[0]["text"].startswith("VEGF drives tumour angiogenesis . We studied 40 patients .")
     assert records[0]["labels"] == [
-        "activating invasion and metastasis", "inducing angiogenesis", "resisting cell death"]
+        "activating invasion and metastasis",
+        "inducing angiogenesis",
+        "resisting cell death",
+    ]
     assert records[1]["labels"] == []
 
 
@@ -150,8 +173,12 @@ def test_hoc_malformed_index():
 
 def test_biosses_pairs_and_scores():
     records = read("biosses", "biosses/train.tsv", spec("similarity", "biosses"))
-    assert records[0] == {"id": "0", "text_a": "Membrane proteins are synthesized in the ER.",
-                          "text_b": "The ER synthesizes membrane proteins.", "score": 3.8}
+    assert records[0] == {
+        "id": "0",
+        "text_a": "Membrane proteins are synthesized in the ER.",
+        "text_b": "The ER synthesizes membrane proteins.",
+        "score": 3.8,
+    }
     assert records[1]["score"] == 0.2
 
 
@@ -184,8 +211,13 @@ def test_pubmedqa_malformed():
 def test_bioasq_keeps_yes_no_questions():
     records = read("bioasq", "bioasq/training.json", spec("qa", "bioasq", ["yes", "no"]))
     assert [(r["id"], r["label"]) for r in records] == [
-        ("55031181e9bde69634000014", "yes"), ("54e25eaaae9738404b000017", "no")]
-    assert records[0]["context"] == "Coding sequence mutations in RET account for a minority of cases. The inheritance is complex."
+        ("55031181e9bde69634000014", "yes"),
+        ("54e25eaaae9738404b000017", "no"),
+    ]
+    assert (
+        records[0]["context"]
+        == "Coding sequence mutations in RET account for a minority of cases. The inheritance is complex."
+    )
 
 
 def test_bioasq_unknown_answer():
@@ -214,17 +246,29 @@ def test_i2b2_2012_events_by_type():
     assert [r["id"] for r in records] == ["101:1", "101:2", "101:3"]
     assert records[0]["tags"] == ["B-OCCURRENCE", "O", "O"]
     assert records[1]["tags"] == ["O"]  # a TIMEX3 is not an EVENT
-    assert list(zip(records[2]["tokens"], records[2]["tags"]))[4:8] == [
-        ("aspirin", "B-TREATMENT"), ("for", "O"), ("chest", "B-PROBLEM"), ("pain", "I-PROBLEM")]
+    assert list(zip(records[2]["tokens"], records[2]["tags"], strict=True))[4:8] == [
+        ("aspirin", "B-TREATMENT"),
+        ("for", "O"),
+        ("chest", "B-PROBLEM"),
+        ("pain", "I-PROBLEM"),
+    ]
 
 
 def test_i2b2_2014_phi_by_type():
     labels = ["O"] + [f"{p}-{t}" for t in ("DATE", "DOCTOR", "PATIENT", "HOSPITAL") for p in "BI"]
     records = read("i2b2_xml", "i2b2_2014", spec(labels=labels), "*:TYPE")
     assert records[0]["tags"] == ["O", "O", "B-DATE"]
-    assert list(zip(records[1]["tokens"], records[1]["tags"])) == [
-        ("Dr.", "O"), ("John", "B-DOCTOR"), ("Smith", "I-DOCTOR"), ("saw", "O"), ("Mr.", "O"),
-        ("Brown", "B-PATIENT"), ("at", "O"), ("Mercy", "B-HOSPITAL"), ("Hospital.", "I-HOSPITAL")]
+    assert list(zip(records[1]["tokens"], records[1]["tags"], strict=True)) == [
+        ("Dr.", "O"),
+        ("John", "B-DOCTOR"),
+        ("Smith", "I-DOCTOR"),
+        ("saw", "O"),
+        ("Mr.", "O"),
+        ("Brown", "B-PATIENT"),
+        ("at", "O"),
+        ("Mercy", "B-HOSPITAL"),
+        ("Hospital.", "I-HOSPITAL"),
+    ]
 
 
 def test_i2b2_xml_needs_element_and_attribute():
@@ -261,8 +305,9 @@ def test_invalid_utf8_names_the_line(tmp_path):
 
 def test_blue_tsv_keeps_a_pair_listed_twice(tmp_path):
     path = tmp_path / "train.tsv"
-    path.write_text("index\tsentence\tlabel\n1.T1.T2\t@CHEMICAL$ binds @GENE$ .\tCPR:3\n"
-                    "1.T1.T2\t@CHEMICAL$ binds @GENE$ .\tCPR:9\n")
+    path.write_text(
+        "index\tsentence\tlabel\n1.T1.T2\t@CHEMICAL$ binds @GENE$ .\tCPR:3\n1.T1.T2\t@CHEMICAL$ binds @GENE$ .\tCPR:9\n"
+    )
     records = get_reader("blue_tsv")(path, CHEMPROT, name="train.tsv")
     assert [(r["id"], r["label"]) for r in records] == [("1.T1.T2", "CPR:3"), ("1.T1.T2~2", "CPR:9")]
 
@@ -279,7 +324,9 @@ def test_i2b2_2010_concepts_are_checked_against_the_text(tmp_path):
     shutil.copytree(FIXTURES / "i2b2_2010" / "train", tmp_path / "train")
     con = tmp_path / "train" / "concept" / "record-13.con"
     con.write_text(con.read_text().replace("3:2 3:3", "3:1 3:2"))
-    with pytest.raises(PipelineError, match=r"record-13.con:1: concept 'chest pain' but words 1-2 of line 3 .* read 'has chest'"):
+    with pytest.raises(
+        PipelineError, match=r"record-13.con:1: concept 'chest pain' but words 1-2 of line 3 .* read 'has chest'"
+    ):
         get_reader("i2b2_concepts")(tmp_path / "train", I2B2_2010, name="train")
 
 
@@ -306,12 +353,20 @@ def test_blue_tsvs_are_read_as_csv_writer_and_pandas_wrote_them(tmp_path):
     records = get_reader("blue_tsv")(tmp_path / "chemprot.tsv", CHEMPROT, name="chemprot.tsv")
     assert [r["text"] for r in records] == [tricky, '"Quoted" @GENE$']
     assert [e["type"] for e in records[0]["entities"]] == ["GENE", "CHEMICAL"]
-    frame = pd.DataFrame({"genre": ["GENRE"] * 2, "sentence1": ["A tab\there.", "Line\nbreak."],
-                          "sentence2": ['"B"', "C"], "score": [1.2, 3.0]})
+    frame = pd.DataFrame(
+        {
+            "genre": ["GENRE"] * 2,
+            "sentence1": ["A tab\there.", "Line\nbreak."],
+            "sentence2": ['"B"', "C"],
+            "score": [1.2, 3.0],
+        }
+    )
     frame.to_csv(tmp_path / "dev.tsv", sep="\t")
     pairs = get_reader("biosses")(tmp_path / "dev.tsv", spec("similarity", "biosses"), name="dev.tsv")
     assert [(p["text_a"], p["text_b"], p["score"]) for p in pairs] == [
-        ("A tab\there.", '"B"', 1.2), ("Line\nbreak.", "C", 3.0)]
+        ("A tab\there.", '"B"', 1.2),
+        ("Line\nbreak.", "C", 3.0),
+    ]
     assert pairs[1]["id"] == "dev-3"  # the row starting on line 3 (its sentence spans two lines)
 
 
@@ -324,7 +379,8 @@ def test_an_unterminated_quote_names_the_line(tmp_path):
 def test_docstart_lines_keep_documents_and_are_never_tokens(tmp_path):
     (tmp_path / "train.tsv").write_text(
         "-DOCSTART-\tO\n\nIL-2\tB-protein\ngene\tI-protein\n\nT\tB-cell_type\ncells\tI-cell_type\n\n"
-        "-DOCSTART-\tO\n\nNF-kappa\tB-protein\nB\tI-protein\n\n")
+        "-DOCSTART-\tO\n\nNF-kappa\tB-protein\nB\tI-protein\n\n"
+    )
     records = read("conll_untyped", tmp_path / "train.tsv", spec(labels=["O", "B-Bioentity", "I-Bioentity"]))
     assert [r["id"] for r in records] == ["train-doc0:0", "train-doc0:1", "train-doc1:2"]
     assert all("-DOCSTART-" not in r["tokens"] for r in records)

@@ -7,19 +7,49 @@ from pathlib import Path
 import pytest
 import yaml
 
-from workflow_scripts.typed import parse
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.finetune.settings import FinetuneSettings
 from workflow_scripts.tasks.metrics import metric_for, metric_names
 from workflow_scripts.tasks.registry import load_registry, resolve
+from workflow_scripts.typed import parse
 
 ROOT = Path(__file__).resolve().parents[2]
 REFERENCE = Path("/work/shared/reference")
-LEWIS = {"bc5cdr-chem", "bc5cdr-disease", "jnlpba", "ncbi-disease", "bc4chemd", "bc2gm", "linnaeus",
-         "species-800", "i2b2-2010", "i2b2-2012", "i2b2-2014", "hoc", "chemprot", "gad", "euadr", "ddi",
-         "i2b2-2010-re", "mednli"}
-BLURB = {"bc5cdr-chem", "bc5cdr-disease", "ncbi-disease", "bc2gm", "jnlpba", "ebm-pico", "chemprot-blurb", "ddi-blurb",
-         "gad-blurb", "biosses", "hoc-blurb", "pubmedqa", "bioasq-blurb"}
+LEWIS = {
+    "bc5cdr-chem",
+    "bc5cdr-disease",
+    "jnlpba",
+    "ncbi-disease",
+    "bc4chemd",
+    "bc2gm",
+    "linnaeus",
+    "species-800",
+    "i2b2-2010",
+    "i2b2-2012",
+    "i2b2-2014",
+    "hoc",
+    "chemprot",
+    "gad",
+    "euadr",
+    "ddi",
+    "i2b2-2010-re",
+    "mednli",
+}
+BLURB = {
+    "bc5cdr-chem",
+    "bc5cdr-disease",
+    "ncbi-disease",
+    "bc2gm",
+    "jnlpba",
+    "ebm-pico",
+    "chemprot-blurb",
+    "ddi-blurb",
+    "gad-blurb",
+    "biosses",
+    "hoc-blurb",
+    "pubmedqa",
+    "bioasq-blurb",
+}
 REGISTRY = load_registry()
 
 
@@ -112,7 +142,14 @@ def test_bad_values_name_the_key():
 def test_demo_task_entries_resolve_and_match_the_committed_files():
     entries = yaml.safe_load((ROOT / "demo/generator/demo_tasks.yaml").read_text())
     assert {resolve(name, entry).type for name, entry in entries.items()} == {
-        "ner", "pico", "relation", "similarity", "doc_classification", "qa", "nli"}
+        "ner",
+        "pico",
+        "relation",
+        "similarity",
+        "doc_classification",
+        "qa",
+        "nli",
+    }
     for name, entry in entries.items():
         for file, source in entry["source"]["files"].items():
             data = (ROOT / "demo" / source["url"]).read_bytes()
@@ -122,8 +159,12 @@ def test_demo_task_entries_resolve_and_match_the_committed_files():
 def test_blue_and_blurb_variants_of_hoc_each_name_their_benchmark_metric():
     lewis_only = resolve("hoc", {"benchmarks": ["lewis"]})
     assert metric_for(lewis_only.metric, "lewis") == "example_f1"
-    entry = {**load_registry()["hoc"], "metric": "label_micro_f1", "benchmarks": ["blurb"],
-             "reference": {"blurb": "HoC"}}
+    entry = {
+        **load_registry()["hoc"],
+        "metric": "label_micro_f1",
+        "benchmarks": ["blurb"],
+        "reference": {"blurb": "HoC"},
+    }
     blurb = resolve("hoc-variant", entry)
     assert metric_names(blurb.metric) == ["label_micro_f1", "example_f1", "label_macro_f1"]
     with pytest.raises(PipelineError, match="tasks.hoc.metric: the task counts towards blurb but names no metric"):

@@ -79,9 +79,25 @@ def test_task_reading_skips_other_task_types_and_names_bad_lines(tmp_path):
 
 def test_shipped_term_list_includes_pubmedbert_table1():
     terms = diagnostics.load_terms(diagnostics.DEFAULT_TERMS)
-    table1 = ["diabetes", "leukemia", "lithium", "insulin", "DNA", "promoter", "hypertension", "nephropathy",
-              "lymphoma", "lidocaine", "oropharyngeal", "cardiomyocyte", "chloramphenicol", "RecA",
-              "acetyltransferase", "clonidine", "naloxone"]
+    table1 = [
+        "diabetes",
+        "leukemia",
+        "lithium",
+        "insulin",
+        "DNA",
+        "promoter",
+        "hypertension",
+        "nephropathy",
+        "lymphoma",
+        "lidocaine",
+        "oropharyngeal",
+        "cardiomyocyte",
+        "chloramphenicol",
+        "RecA",
+        "acetyltransferase",
+        "clonidine",
+        "naloxone",
+    ]
     assert terms[:17] == table1
     assert len(terms) >= 300 and len(set(terms)) == len(terms)
     assert all(" " not in t for t in terms)
@@ -91,12 +107,15 @@ def biomedical_docs(n: int) -> list[str]:
     lx, rng = _load("demo_lexicon", ROOT / "demo/generator/lexicon.py"), random.Random(5)
     return [
         " ".join(
-            rng.choice([
-                f"Patients with {rng.choice(lx.DISEASES)} received {rng.choice(lx.CHEMICALS)}.",
-                f"Treatment with {rng.choice(lx.CHEMICALS)} {rng.choice(lx.VERBS_DECREASE)} {rng.choice(lx.GENES)} "
-                f"expression in {rng.choice(lx.CELLS)} of patients with {rng.choice(lx.DISEASES)}.",
-                f"We enrolled {rng.randint(10, 999)} {rng.choice(lx.POPULATIONS)} in the {rng.choice(lx.ORGANS)} study.",
-            ])
+            rng.choice(
+                [
+                    f"Patients with {rng.choice(lx.DISEASES)} received {rng.choice(lx.CHEMICALS)}.",
+                    f"Treatment with {rng.choice(lx.CHEMICALS)} {rng.choice(lx.VERBS_DECREASE)} {rng.choice(lx.GENES)} "
+                    f"expression in {rng.choice(lx.CELLS)} of patients with {rng.choice(lx.DISEASES)}.",
+                    f"We enrolled {rng.randint(10, 999)} {rng.choice(lx.POPULATIONS)} in the "
+                    f"{rng.choice(lx.ORGANS)} study.",
+                ]
+            )
             for _ in range(6)
         )
         for _ in range(n)
@@ -109,8 +128,15 @@ def ner_rows(n: int) -> list[dict]:
     for i in range(n):
         disease, chemical = rng.choice(lx.DISEASES).split(), rng.choice(lx.CHEMICALS).split()
         tokens = ["Patients", "with", *disease, "were", "given", *chemical, "."]
-        tags = (["O", "O"] + ["B-Disease"] + ["I-Disease"] * (len(disease) - 1) + ["O", "O"]
-                + ["B-Chemical"] + ["I-Chemical"] * (len(chemical) - 1) + ["O"])
+        tags = (
+            ["O", "O"]
+            + ["B-Disease"]
+            + ["I-Disease"] * (len(disease) - 1)
+            + ["O", "O"]
+            + ["B-Chemical"]
+            + ["I-Chemical"] * (len(chemical) - 1)
+            + ["O"]
+        )
         rows.append({"id": str(i), "tokens": tokens, "tags": tags})
     return rows
 
@@ -125,7 +151,9 @@ def save_vocab(directory: Path, docs: list[str], size: int) -> Path:
 def vocab_pair(tmp_path_factory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("vocabs")
     general = _load("demo_general_english", ROOT / "demo/generator/general_english.py")
-    return save_vocab(root / "domain", biomedical_docs(300), 600), save_vocab(root / "general", general.documents(250), 600)
+    return save_vocab(root / "domain", biomedical_docs(300), 600), save_vocab(
+        root / "general", general.documents(250), 600
+    )
 
 
 def test_diagnostics_cli_domain_vocab_fragments_entities_less(tmp_path, vocab_pair):
@@ -136,8 +164,22 @@ def test_diagnostics_cli_domain_vocab_fragments_entities_less(tmp_path, vocab_pa
     (ner / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in ner_rows(80)))
     (cls / "train.jsonl").write_text(json.dumps({"id": "1", "text": "x", "label": "y"}) + "\n")
     out = tmp_path / "diagnostics.json"
-    diagnostics.main(["--vocab", str(domain), "--name", "bio", "--task-dir", str(ner), "--task-dir", str(cls),
-                      "--compare", f"general={general}", "--out", str(out)])
+    diagnostics.main(
+        [
+            "--vocab",
+            str(domain),
+            "--name",
+            "bio",
+            "--task-dir",
+            str(ner),
+            "--task-dir",
+            str(cls),
+            "--compare",
+            f"general={general}",
+            "--out",
+            str(out),
+        ]
+    )
     result = json.loads(out.read_text())
     assert result["vocab"] == "bio" and result["tasks"] == ["demo_ner"]
     bio, gen = result["tokenizers"]["bio"], result["tokenizers"]["general"]
@@ -154,13 +196,24 @@ def test_diagnostics_cli_domain_vocab_fragments_entities_less(tmp_path, vocab_pa
 def test_compare_needs_a_loadable_tokenizer(tmp_path, vocab_pair):
     domain, _ = vocab_pair
     with pytest.raises(PipelineError, match=r"--compare 'general': expected NAME=PATH"):
-        diagnostics.main(["--vocab", str(domain), "--name", "bio", "--compare", "general",
-                          "--out", str(tmp_path / "d.json")])
+        diagnostics.main(
+            ["--vocab", str(domain), "--name", "bio", "--compare", "general", "--out", str(tmp_path / "d.json")]
+        )
     empty = tmp_path / "not_a_tokenizer"
     empty.mkdir()
     with pytest.raises(PipelineError, match=r"tokenizer 'general': cannot load"):
-        diagnostics.main(["--vocab", str(domain), "--name", "bio", "--compare", f"general={empty}",
-                          "--out", str(tmp_path / "d.json")])
+        diagnostics.main(
+            [
+                "--vocab",
+                str(domain),
+                "--name",
+                "bio",
+                "--compare",
+                f"general={empty}",
+                "--out",
+                str(tmp_path / "d.json"),
+            ]
+        )
     assert not (tmp_path / "d.json").exists()
 
 

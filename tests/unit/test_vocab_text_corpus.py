@@ -8,8 +8,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from workflow_scripts.errors import PipelineError
 from workflow_scripts.corpus import build_text_corpus as text_corpus
+from workflow_scripts.errors import PipelineError
 from workflow_scripts.vocab import sample
 
 ROOT = Path(__file__).resolve().parents[2]

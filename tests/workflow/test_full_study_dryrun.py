@@ -1,7 +1,6 @@
 """The full study builds its whole DAG without any data present."""
 
 import yaml
-
 from workflow_harness import ROOT, planned_jobs, snakemake
 
 from workflow_scripts.config.plan import (

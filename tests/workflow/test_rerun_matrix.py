@@ -9,12 +9,12 @@ jobs listed (rule -> count). README's "What reruns when you change X" is this ta
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 import yaml
-
 from workflow_harness import ROOT, copy_demo, planned_after, planned_jobs, run_demo
 
 from workflow_scripts import paths

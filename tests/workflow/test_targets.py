@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from workflow_harness import ROOT, copy_demo, planned_jobs, run_demo, snakemake
 
 from workflow_scripts.config import plan
@@ -140,7 +139,11 @@ def test_adding_a_task_to_a_finished_study_runs_only_its_jobs(prepared):
 
 def test_full_study_pretraining_launches_one_torchrun_per_node_and_distillation_on_one():
     output = _dry_run(
-        "-p", "--cores", "32", "--", "results/pretrain/pubmedbert-ours/model.safetensors",
+        "-p",
+        "--cores",
+        "32",
+        "--",
+        "results/pretrain/pubmedbert-ours/model.safetensors",
         "results/distill/distil-pubmedbert/model.safetensors",
     )
     commands = [line for line in output.splitlines() if "torchrun" in line]

@@ -5,7 +5,6 @@ import json
 import shutil
 
 import yaml
-
 from workflow_harness import ROOT, copy_demo, run_demo
 
 RELEASE = ROOT / "tests" / "fixtures" / "tasks" / "i2b2_2010_rel"

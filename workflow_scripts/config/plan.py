@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from .. import paths
 from .restricted import restricted as restricted_marks
@@ -192,7 +193,7 @@ def pack_tokenizers(study: Study) -> dict[str, str]:
 
 def pack_tokenizer_marker(study: Study, key: str) -> list[str]:
     if key.startswith("vocab~"):
-        return [f"{vocab_dir(key[len('vocab~'):])}/tokenizer_config.json"]
+        return [f"{vocab_dir(key[len('vocab~') :])}/tokenizer_config.json"]
     return []
 
 

@@ -37,9 +37,7 @@ def restricted(study: Study) -> Restricted:
             return m.restricted
         parents = [p for p in (m.init, m.teacher) if p]
         return (
-            bool(corpora.intersection(m.corpora))
-            or m.vocab in vocabs
-            or any(visit(p, (*path, name)) for p in parents)
+            bool(corpora.intersection(m.corpora)) or m.vocab in vocabs or any(visit(p, (*path, name)) for p in parents)
         )
 
     for name in study.models:

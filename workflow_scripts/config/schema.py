@@ -17,8 +17,8 @@ import yaml
 
 from ..finetune.settings import FinetuneSettings
 from ..tasks.spec import TaskSpec
-from .study import FINETUNE_PRECEDENCE, Study
 from ..typed import to_dict
+from .study import FINETUNE_PRECEDENCE, Study
 
 _SCALARS = {bool: "boolean", int: "integer", float: "number", str: "string"}
 

@@ -9,7 +9,8 @@ starts; credentials come from the environment or a netrc file instead
 from __future__ import annotations
 
 import re
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from ..errors import PipelineError
 

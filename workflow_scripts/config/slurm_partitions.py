@@ -34,10 +34,14 @@ def parse_sinfo(output: str) -> set[str]:
 
 def available_partitions() -> set[str]:
     if shutil.which("sinfo") is None:
-        raise PipelineError("sinfo not found: run `snakemake --profile slurm` on a machine that can submit to your Slurm cluster")
+        raise PipelineError(
+            "sinfo not found: run `snakemake --profile slurm` on a machine that can submit to your Slurm cluster"
+        )
     proc = subprocess.run(["sinfo", "-h", "-o", "%P"], capture_output=True, text=True, timeout=120)
     if proc.returncode != 0:
-        raise PipelineError(f"`sinfo -h -o %P` failed ({proc.stderr.strip()}): check that Slurm answers on this machine")
+        raise PipelineError(
+            f"`sinfo -h -o %P` failed ({proc.stderr.strip()}): check that Slurm answers on this machine"
+        )
     return parse_sinfo(proc.stdout)
 
 

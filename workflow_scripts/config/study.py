@@ -9,7 +9,7 @@ refers to (vocabulary, corpus, teacher, initial checkpoint) exists.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 from ..corpus.settings import CleanSettings
 from ..distill.settings import DistillSettings
@@ -19,11 +19,11 @@ from ..pretrain.settings import PretrainSettings
 from ..report.settings import Aggregation, Published
 from ..tasks import registry
 from ..tasks.spec import TaskSpec
+from ..typed import help_field as _help
+from ..typed import parse, to_dict
 from ..vocab.settings import VocabSettings
 from .resources import MODEL_RULES, JobResources, check_rules
 from .secrets import refuse_url_credentials
-from ..typed import help_field as _help, parse, to_dict
-
 
 CONTROL_KINDS = ("control", "baseline")
 
@@ -33,14 +33,12 @@ class CorpusSource:
     url: str = _help(
         "Base URL (http, https or file) of the published files, or a directory relative to the run directory."
     )
-    release: Optional[int] = _help(
-        "PubMed: two-digit release year as in pubmed{YY}n{NNNN}.xml.gz.", default=None
-    )
-    baseline: Optional[list[int]] = _help(
+    release: int | None = _help("PubMed: two-digit release year as in pubmed{YY}n{NNNN}.xml.gz.", default=None)
+    baseline: list[int] | None = _help(
         "PubMed: first and last baseline file number, e.g. [1, 1274] (files under baseline/).",
         default=None,
     )
-    updates: Optional[list[int]] = _help(
+    updates: list[int] | None = _help(
         "PubMed: first and last update file number (files under updatefiles/), applied in order.",
         default=None,
     )
@@ -53,7 +51,7 @@ class CorpusSource:
         "(PhysioNet); none: unverified (recorded in provenance).",
         default="md5",
     )
-    access: Optional[str] = _help(
+    access: str | None = _help(
         "For credentialed data: how to obtain access; shown when the download is refused.", default=None
     )
     layout: Literal["files", "cloud"] = _help(
@@ -62,12 +60,12 @@ class CorpusSource:
         "and JATS XML per article version).",
         default="files",
     )
-    filelist: Optional[str] = _help(
+    filelist: str | None = _help(
         "PMC files layout: name of each package's file list (licence and retraction per article) under "
         "url, {package} standing for the package name without .tar.gz, e.g. '{package}.filelist.csv'.",
         default=None,
     )
-    inventory: Optional[str] = _help(
+    inventory: str | None = _help(
         "PMC cloud layout: URL or path (relative to the run directory) of the listing of the bucket's "
         "metadata/PMC<id>.<version>.json objects: an S3 inventory CSV (optionally gzipped) or the output "
         "of `aws s3 ls --no-sign-request --recursive s3://pmc-oa-opendata/metadata/`.",
@@ -101,7 +99,9 @@ class CorpusEntry:
     restricted: bool = _help(
         "Credentialed data (MIMIC-III): everything derived from it is marked restricted.", default=False
     )
-    clean: CleanSettings = _help("Parsing, filtering, deduplication and decontamination.", default_factory=CleanSettings)
+    clean: CleanSettings = _help(
+        "Parsing, filtering, deduplication and decontamination.", default_factory=CleanSettings
+    )
     decontaminate: list[str] = _help(
         "Tasks whose test sets are removed from this corpus by n-gram overlap (names in tasks).",
         default_factory=list,
@@ -141,28 +141,26 @@ class ModelEntry:
         "control: init's architecture and vocabulary with random weights (fine-tuning without pretraining); "
         "baseline: no model, each task's no-training prediction (majority class, all-O tags, mean score)."
     )
-    display: Optional[str] = _help("Label in tables (defaults to the model name).", default=None)
+    display: str | None = _help("Label in tables (defaults to the model name).", default=None)
     published: Published = _help(
         "Published counterpart per reference table, e.g. {lewis: ours-base+PM+Voc, blurb: PubMedBERT-uncased}.",
         default_factory=Published,
     )
-    vocab: Optional[str] = _help("pretrain from scratch: the vocabulary (name in vocabularies).", default=None)
-    init: Optional[str] = _help(
+    vocab: str | None = _help("pretrain from scratch: the vocabulary (name in vocabularies).", default=None)
+    init: str | None = _help(
         "pretrain: continue from this checkpoint (a model name here, a local directory or a hub id), "
         "keeping its vocabulary. distill: initialise the student from it. control: the model whose "
         "architecture and vocabulary it copies.",
         default=None,
     )
     corpora: list[str] = _help("pretrain and distill: training corpora (names in corpora).", default_factory=list)
-    teacher: Optional[str] = _help("distill: the teacher (a model name here).", default=None)
-    checkpoint: Optional[str] = _help("external: a local directory or a hub id.", default=None)
+    teacher: str | None = _help("distill: the teacher (a model name here).", default=None)
+    checkpoint: str | None = _help("external: a local directory or a hub id.", default=None)
     pretrain: PretrainSettings = _help("pretrain: architecture and recipe.", default_factory=PretrainSettings)
     distill: DistillSettings = _help("distill: student shape, losses and recipe.", default_factory=DistillSettings)
-    restricted: bool = _help(
-        "external: trained on credentialed data (marks its results restricted).", default=False
-    )
+    restricted: bool = _help("external: trained on credentialed data (marks its results restricted).", default=False)
     evaluate: bool = _help("Fine-tune this model on the tasks.", default=True)
-    resources: Optional[JobResources] = _help(
+    resources: JobResources | None = _help(
         "pretrain and distill: this model's job size, replacing resources.pretrain or resources.distill.",
         default=None,
     )
@@ -182,7 +180,8 @@ class Reference:
         "CSV of Lewis et al. test medians (task x model).", default="resources/reference/lewis2020_test_medians.csv"
     )
     blurb: str = _help(
-        "CSV of Gu et al. BLURB test results (task x model).", default="resources/reference/gu2021_blurb_table6_test.csv"
+        "CSV of Gu et al. BLURB test results (task x model).",
+        default="resources/reference/gu2021_blurb_table6_test.csv",
     )
 
 
@@ -196,7 +195,9 @@ class Study:
         "plus seeds (list, replacing the top-level seeds) and finetune (see its description).",
         default_factory=dict,
     )
-    seeds: list[int] = _help("Fine-tuning seeds of every task that lists none.", default_factory=lambda: [1, 2, 3, 4, 5])
+    seeds: list[int] = _help(
+        "Fine-tuning seeds of every task that lists none.", default_factory=lambda: [1, 2, 3, 4, 5]
+    )
     finetune: FinetuneSettings = _help(
         "Fine-tuning defaults of every task. " + FINETUNE_PRECEDENCE,
         default_factory=FinetuneSettings,
@@ -210,9 +211,9 @@ class Study:
     )
 
     # Filled by load_study: tasks resolved against the registry.
-    resolved_tasks: dict[str, "ResolvedTask"] = field(default_factory=dict, init=False, repr=False)
+    resolved_tasks: dict[str, ResolvedTask] = field(default_factory=dict, init=False, repr=False)
 
-    def job_resources(self, rule: str, model: Optional[str] = None) -> JobResources:
+    def job_resources(self, rule: str, model: str | None = None) -> JobResources:
         """A job's size: the model's own resources, else the rule's, else the defaults."""
         own = self.models[model].resources if model is not None else None
         return own or self.resources.get(rule) or JobResources()
@@ -265,7 +266,8 @@ def _check_model(name: str, m: ModelEntry, study: Study) -> None:
     if m.kind == "pretrain":
         if (m.vocab is None) == (m.init is None):
             raise PipelineError(
-                f"{where}: give either vocab (from scratch with a learned vocabulary) or init (continual, keeping its vocabulary)"
+                f"{where}: give either vocab (from scratch with a learned vocabulary) or init "
+                "(continual, keeping its vocabulary)"
             )
         if m.vocab is not None and m.vocab not in study.vocabularies:
             raise PipelineError(

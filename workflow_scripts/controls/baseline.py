@@ -17,8 +17,9 @@ import argparse
 import logging
 import time
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from .. import provenance
 from ..atomic import write_json, write_jsonl
@@ -95,7 +96,7 @@ def baseline(settings: BaselineSettings, task_dir: Path, fold: int, seed: int, o
     (out / provenance.FILENAME).unlink(missing_ok=True)
     write_jsonl(
         out / "predictions.jsonl",
-        [{"id": r["id"], "gold": g, "pred": p} for r, g, p in zip(splits["test"], test_gold, preds)],
+        [{"id": r["id"], "gold": g, "pred": p} for r, g, p in zip(splits["test"], test_gold, preds, strict=True)],
     )
     write_json(out / "metrics.json", metrics)
     provenance.record(

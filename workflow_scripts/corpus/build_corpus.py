@@ -16,8 +16,8 @@ import argparse
 import json
 import logging
 import tempfile
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -26,10 +26,10 @@ import pyarrow.parquet as pq
 from .. import provenance
 from ..atomic import atomic_dir, write_json
 from ..cli import run
-from ..typed import to_dict
 from ..diskspace import no_space_is_an_error, reserve
 from ..errors import PipelineError
 from ..progress import track
+from ..typed import to_dict
 from .decontam import NgramIndex
 from .dedup import ExactDedup, MinHasher, find_near_duplicates, minhash_params
 from .records import iter_parsed, iter_with_signatures, read_info
@@ -39,16 +39,28 @@ from .updates import resolve_updates
 
 log = logging.getLogger(__name__)
 
-REASONS = ("iserror", "category", "licence", "retracted", "empty", "too_short", "language",
-           "exact_duplicate", "near_duplicate", "contaminated")
-OUT_SCHEMA = pa.schema([
-    ("id", pa.string()),
-    ("source", pa.string()),
-    ("text", pa.string()),
-    ("words", pa.int64()),
-    ("language", pa.string()),
-    ("metadata", pa.string()),
-])
+REASONS = (
+    "iserror",
+    "category",
+    "licence",
+    "retracted",
+    "empty",
+    "too_short",
+    "language",
+    "exact_duplicate",
+    "near_duplicate",
+    "contaminated",
+)
+OUT_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("source", pa.string()),
+        ("text", pa.string()),
+        ("words", pa.int64()),
+        ("language", pa.string()),
+        ("metadata", pa.string()),
+    ]
+)
 
 
 LANGS = ("und", "en", "fr", "de", "es", "it", "pt")
@@ -89,8 +101,11 @@ def _decontamination_index(settings: CorpusSettings, task_texts: Sequence[str]) 
         return None, {}
     d = settings.clean.decontamination
     index = NgramIndex(d.ngram, d.threshold, d.min_words)
-    info: dict = {"ngram": d.ngram, "threshold": d.threshold,
-                  "tasks": {Path(t).parent.name: index.add_task(t) for t in task_texts}}
+    info: dict = {
+        "ngram": d.ngram,
+        "threshold": d.threshold,
+        "tasks": {Path(t).parent.name: index.add_task(t) for t in task_texts},
+    }
     info["test_texts_indexed"] = len(index.sizes)
     info["test_texts_too_short"] = index.skipped_short
     info["dropped_by_task"] = {}
@@ -112,17 +127,18 @@ def _size(text: str) -> dict:
 
 
 def _winners(files: Sequence[Path], winners: Sequence[np.ndarray]) -> Iterator[dict]:
-    for path, keep in zip(files, winners):
+    for path, keep in zip(files, winners, strict=True):
         for ri, row in enumerate(iter_parsed(path)):
             if keep[ri]:
                 yield row
 
 
-def _winners_with_signatures(files: Sequence[Path], winners: Sequence[np.ndarray],
-                             params: dict) -> Iterator[tuple[dict, np.ndarray | None]]:
+def _winners_with_signatures(
+    files: Sequence[Path], winners: Sequence[np.ndarray], params: dict
+) -> Iterator[tuple[dict, np.ndarray | None]]:
     """Surviving rows with their stored signature, None where it was made with other
     MinHash parameters (or none at all) and must be computed again."""
-    for path, keep in zip(files, winners):
+    for path, keep in zip(files, winners, strict=True):
         usable = read_info(path).get("minhash") == params
         for ri, (row, sig) in enumerate(iter_with_signatures(path)):
             if keep[ri]:
@@ -146,14 +162,15 @@ def source_selection(files: Sequence[Path]) -> dict:
     return total
 
 
-def build(inputs: Sequence[str | Path], out: str | Path, settings: CorpusSettings,
-          decontaminate: Sequence[str] = ()) -> dict:
+def build(
+    inputs: Sequence[str | Path], out: str | Path, settings: CorpusSettings, decontaminate: Sequence[str] = ()
+) -> dict:
     """Write the corpus directory ``out`` (shards, stats.json) and return the stats.
 
     Pass 1 applies the streaming filters and copies the MinHash signatures of the
     survivors (made by the parse jobs) into a scratch file beside ``out``; near
-    duplicates are then found in one batch step; pass 2 re-reads the survivors, drops near duplicates and contaminated documents, and
-    writes the shards.
+    duplicates are then found in one batch step; pass 2 re-reads the survivors, drops near duplicates
+    and contaminated documents, and writes the shards.
     """
     files = [Path(p) for p in inputs]
     for p in files:
@@ -176,8 +193,9 @@ def build(inputs: Sequence[str | Path], out: str | Path, settings: CorpusSetting
         hasher = MinHasher(c.near_dedup.num_perm, c.near_dedup.shingle, c.near_dedup.seed)
         sigs = None
         if c.near_dedup.enabled and n:
-            sigs = np.lib.format.open_memmap(Path(scratch) / "minhash.npy", mode="w+", dtype=np.uint32,
-                                             shape=(n, c.near_dedup.num_perm))
+            sigs = np.lib.format.open_memmap(
+                Path(scratch) / "minhash.npy", mode="w+", dtype=np.uint32, shape=(n, c.near_dedup.num_perm)
+            )
             reserve(sigs.filename, Path(sigs.filename).stat().st_size)
         kept1 = 0
         stream = _winners_with_signatures(files, up.winners, minhash_params(c.near_dedup))
@@ -196,8 +214,11 @@ def build(inputs: Sequence[str | Path], out: str | Path, settings: CorpusSetting
             if sigs is not None:
                 sigs[kept1] = stored if stored is not None else hasher.signature(row["text"])
             kept1 += 1
-        near = (find_near_duplicates(sigs[:kept1], c.near_dedup.threshold, c.near_dedup.seed)
-                if sigs is not None else np.zeros(kept1, dtype=bool))
+        near = (
+            find_near_duplicates(sigs[:kept1], c.near_dedup.threshold, c.near_dedup.seed)
+            if sigs is not None
+            else np.zeros(kept1, dtype=bool)
+        )
         del sigs
         with atomic_dir(out) as tmp:
             writers = [pq.ParquetWriter(tmp / f"shard~{i}.parquet", OUT_SCHEMA) for i in range(settings.shards)]
@@ -226,14 +247,20 @@ def build(inputs: Sequence[str | Path], out: str | Path, settings: CorpusSetting
                     kept += 1
                     for key in size:
                         shards[shard][key] += size[key]
-                    buffers[shard].append({
-                        "id": row["id"], "source": row["source"],
-                        "text": split_sentences(text) if c.sentence_split else text,
-                        "words": size["words"], "language": LANGS[lang[k]], "metadata": row["metadata"]})
+                    buffers[shard].append(
+                        {
+                            "id": row["id"],
+                            "source": row["source"],
+                            "text": split_sentences(text) if c.sentence_split else text,
+                            "words": size["words"],
+                            "language": LANGS[lang[k]],
+                            "metadata": row["metadata"],
+                        }
+                    )
                     if len(buffers[shard]) >= 2000:
                         writers[shard].write_table(pa.Table.from_pylist(buffers[shard], OUT_SCHEMA))
                         buffers[shard] = []
-                for w, buf in zip(writers, buffers):
+                for w, buf in zip(writers, buffers, strict=True):
                     if buf:
                         w.write_table(pa.Table.from_pylist(buf, OUT_SCHEMA))
             finally:
@@ -247,9 +274,15 @@ def build(inputs: Sequence[str | Path], out: str | Path, settings: CorpusSetting
                 "documents": stages[-1]["documents"],
                 "words": stages[-1]["words"],
                 "bytes": stages[-1]["bytes"],
-                "input": {"rows": up.rows, "malformed": up.malformed, "replaced": up.replaced,
-                          "deleted": up.deleted, "delete_not_found": up.delete_not_found,
-                          "superseded_versions": up.superseded_versions, **total},
+                "input": {
+                    "rows": up.rows,
+                    "malformed": up.malformed,
+                    "replaced": up.replaced,
+                    "deleted": up.deleted,
+                    "delete_not_found": up.delete_not_found,
+                    "superseded_versions": up.superseded_versions,
+                    **total,
+                },
                 # malformed records never became documents, so they stand outside the stage table
                 "dropped": {"malformed": up.malformed, **{r: dropped[r]["documents"] for r in REASONS}},
                 "dropped_words": {r: dropped[r]["words"] for r in REASONS},
@@ -268,26 +301,40 @@ def build(inputs: Sequence[str | Path], out: str | Path, settings: CorpusSetting
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--settings", required=True, help="settings YAML with a top-level 'corpus' key")
-    ap.add_argument("--in", dest="inputs", nargs="+", required=True,
-                    help="parsed Parquet files in application order")
+    ap.add_argument("--in", dest="inputs", nargs="+", required=True, help="parsed Parquet files in application order")
     ap.add_argument("--out", required=True, help="corpus directory to write (results/corpus/NAME)")
-    ap.add_argument("--decontaminate", nargs="+", action="extend", default=[],
-                    help="prepared tasks' test_texts.jsonl, whose test texts are removed from the corpus (repeatable)")
+    ap.add_argument(
+        "--decontaminate",
+        nargs="+",
+        action="extend",
+        default=[],
+        help="prepared tasks' test_texts.jsonl, whose test texts are removed from the corpus (repeatable)",
+    )
     args = ap.parse_args(argv)
     started = provenance.now()
     settings = load(args.settings)
     with no_space_is_an_error(Path(args.out).parent):
         stats = build(args.inputs, args.out, settings, args.decontaminate)
-    log.info("%s: %d documents, %d words; dropped %s", settings.name, stats["documents"], stats["words"],
-             json.dumps({k: v for k, v in stats["dropped"].items() if v}))
+    log.info(
+        "%s: %d documents, %d words; dropped %s",
+        settings.name,
+        stats["documents"],
+        stats["words"],
+        json.dumps({k: v for k, v in stats["dropped"].items() if v}),
+    )
     out = Path(args.out)
     provenance.record(
-        out, step="corpus.build",
-        inputs={"parsed": list(args.inputs), "settings": args.settings,
-                **({"decontaminate": list(args.decontaminate)} if args.decontaminate else {})},
+        out,
+        step="corpus.build",
+        inputs={
+            "parsed": list(args.inputs),
+            "settings": args.settings,
+            **({"decontaminate": list(args.decontaminate)} if args.decontaminate else {}),
+        },
         params={"corpus": to_dict(settings)},
         outputs=sorted(out.glob("shard~*.parquet")) + [out / "stats.json"],
-        restricted=settings.restricted or settings.type == "mimic", started=started,
+        restricted=settings.restricted or settings.type == "mimic",
+        started=started,
     )
 
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import argparse
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -24,10 +24,16 @@ from ..cli import run
 from ..errors import PipelineError
 
 _PARAGRAPH = re.compile(r"\n\s*\n")
-SCHEMA = pa.schema([
-    ("id", pa.string()), ("source", pa.string()), ("text", pa.string()),
-    ("words", pa.int64()), ("language", pa.string()), ("metadata", pa.string()),
-])
+SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("source", pa.string()),
+        ("text", pa.string()),
+        ("words", pa.int64()),
+        ("language", pa.string()),
+        ("metadata", pa.string()),
+    ]
+)
 
 
 def paragraphs(path: Path) -> list[str]:
@@ -54,9 +60,15 @@ def build(source: Path, name: str, out: Path) -> dict:
         "language": ["en"] * len(docs),
         "metadata": ["{}"] * len(docs),
     }
-    stats = {"corpus": name, "type": "text", "files": [source.name], "documents": len(docs),
-             "words": sum(rows["words"]), "bytes": sum(len(d.encode()) for d in docs),
-             "shards": [{"file": "shard~0.parquet", "documents": len(docs)}]}
+    stats = {
+        "corpus": name,
+        "type": "text",
+        "files": [source.name],
+        "documents": len(docs),
+        "words": sum(rows["words"]),
+        "bytes": sum(len(d.encode()) for d in docs),
+        "shards": [{"file": "shard~0.parquet", "documents": len(docs)}],
+    }
     with atomic_dir(out) as tmp:
         pq.write_table(pa.table(rows, schema=SCHEMA), tmp / "shard~0.parquet")
         write_json(tmp / "stats.json", stats)
@@ -72,8 +84,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     started = provenance.now()
     out = Path(args.out)
     build(Path(args.source), args.name, out)
-    provenance.record(out, step="vocab.text_corpus", inputs={"text": args.source}, params={"name": args.name},
-                      outputs=[out / "shard~0.parquet", out / "stats.json"], started=started)
+    provenance.record(
+        out,
+        step="vocab.text_corpus",
+        inputs={"text": args.source},
+        params={"name": args.name},
+        outputs=[out / "shard~0.parquet", out / "stats.json"],
+        started=started,
+    )
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from .text import word_tokens
 
 
 def _grams(tokens: list[str], n: int) -> set[int]:
-    return {hash(" ".join(tokens[i:i + n])) for i in range(len(tokens) - n + 1)}
+    return {hash(" ".join(tokens[i : i + n])) for i in range(len(tokens) - n + 1)}
 
 
 @dataclass

@@ -61,7 +61,7 @@ class MinHasher:
     def signature(self, text: str) -> np.ndarray:
         toks = word_tokens(text)
         k = self.shingle
-        grams = {" ".join(toks[i:i + k]) for i in range(max(1, len(toks) - k + 1))}
+        grams = {" ".join(toks[i : i + k]) for i in range(max(1, len(toks) - k + 1))}
         hv = np.fromiter((zlib.crc32(g.encode("utf-8")) for g in grams), dtype=np.uint64, count=len(grams))
         with np.errstate(over="ignore"):
             ph = ((hv[:, None] * self.a[None, :] + self.b[None, :]) % _PRIME) & _MAX
@@ -72,8 +72,8 @@ def _band_keys(sigs: np.ndarray, cols: slice, mult: np.ndarray) -> np.ndarray:
     keys = np.empty(len(sigs), dtype=np.uint64)
     with np.errstate(over="ignore"):
         for start in range(0, len(sigs), CHUNK):
-            block = np.asarray(sigs[start:start + CHUNK, cols], dtype=np.uint64)
-            keys[start:start + CHUNK] = (block * mult[None, :]).sum(axis=1)
+            block = np.asarray(sigs[start : start + CHUNK, cols], dtype=np.uint64)
+            keys[start : start + CHUNK] = (block * mult[None, :]).sum(axis=1)
     return keys
 
 
@@ -95,7 +95,7 @@ def find_near_duplicates(sigs: np.ndarray, threshold: float, seed: int = 1) -> n
         first = order[np.maximum.accumulate(np.where(starts, idx, 0))]
         cand, ref = order[~starts], first[~starts]
         for s in range(0, len(cand), CHUNK):
-            c, r = cand[s:s + CHUNK], ref[s:s + CHUNK]
+            c, r = cand[s : s + CHUNK], ref[s : s + CHUNK]
             similar = (np.asarray(sigs[c]) == np.asarray(sigs[r])).mean(axis=1) >= threshold
             dup[c[similar]] = True
     return dup

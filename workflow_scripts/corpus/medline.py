@@ -17,9 +17,9 @@ from __future__ import annotations
 import gzip
 import re
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from lxml import etree
 
@@ -114,8 +114,7 @@ def _citation(record: etree._Element) -> Citation | Malformed:
     if art is None:
         return Malformed("MedlineCitation without Article", line, pmid)
     sections = [
-        Section(a.get("Label", ""), a.get("NlmCategory", ""), _text(a))
-        for a in art.iterfind("Abstract/AbstractText")
+        Section(a.get("Label", ""), a.get("NlmCategory", ""), _text(a)) for a in art.iterfind("Abstract/AbstractText")
     ]
     pub_types = [_text(p) for p in art.iterfind("PublicationTypeList/PublicationType")]
     retracted = bool(RETRACTED_TYPES.intersection(pub_types)) or any(
@@ -156,11 +155,11 @@ def iter_medline(path: str | Path) -> Iterator[Citation | Deletion | Malformed]:
     opener = gzip.open if path.suffix == ".gz" else open
     try:
         with opener(path, "rb") as fh:
-            events = etree.iterparse(fh, events=("end",), tag=RECORD_TAGS, resolve_entities=False,
-                                     no_network=True, huge_tree=True)
+            events = etree.iterparse(
+                fh, events=("end",), tag=RECORD_TAGS, resolve_entities=False, no_network=True, huge_tree=True
+            )
             for _, el in events:
-                if el.tag == "MedlineCitation" and el.getparent() is not None \
-                        and el.getparent().tag == "PubmedArticle":
+                if el.tag == "MedlineCitation" and el.getparent() is not None and el.getparent().tag == "PubmedArticle":
                     continue  # read with its PubmedArticle
                 records += 1
                 if el.tag == "DeleteCitation":

@@ -11,14 +11,26 @@ import gzip
 import io
 import re
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Literal
+from typing import Literal
 
 from ..errors import PipelineError
 
-COLUMNS = ["ROW_ID", "SUBJECT_ID", "HADM_ID", "CHARTDATE", "CHARTTIME", "STORETIME",
-           "CATEGORY", "DESCRIPTION", "CGID", "ISERROR", "TEXT"]
+COLUMNS = [
+    "ROW_ID",
+    "SUBJECT_ID",
+    "HADM_ID",
+    "CHARTDATE",
+    "CHARTTIME",
+    "STORETIME",
+    "CATEGORY",
+    "DESCRIPTION",
+    "CGID",
+    "ISERROR",
+    "TEXT",
+]
 PLACEHOLDER = re.compile(r"\[\*\*(.*?)\*\*\]", re.S)
 _DATE = re.compile(r"^\d{4}-\d{1,2}(-\d{1,2})?$|^\d{1,2}[-/]\d{1,2}$|^\d{4}$")
 # Placeholder descriptions as they appear in MIMIC-III, checked in this order.
@@ -100,12 +112,17 @@ def iter_notes(path: str | Path, placeholders: Literal["keep", "tag"] = "keep") 
                 if len(row) != len(header):
                     yield BadRow(start, f"{len(row)} fields instead of {len(header)}")
                 else:
-                    get = lambda c: row[idx[c]]  # noqa: E731
+                    field = {c: row[i] for c, i in idx.items()}
                     yield Note(
-                        row_id=get("ROW_ID"), subject_id=get("SUBJECT_ID"), hadm_id=get("HADM_ID"),
-                        chartdate=get("CHARTDATE"), category=get("CATEGORY").strip(),
-                        description=get("DESCRIPTION"), iserror=get("ISERROR").strip() == "1",
-                        text=clean_text(get("TEXT"), placeholders), line=start,
+                        row_id=field["ROW_ID"],
+                        subject_id=field["SUBJECT_ID"],
+                        hadm_id=field["HADM_ID"],
+                        chartdate=field["CHARTDATE"],
+                        category=field["CATEGORY"].strip(),
+                        description=field["DESCRIPTION"],
+                        iserror=field["ISERROR"].strip() == "1",
+                        text=clean_text(field["TEXT"], placeholders),
+                        line=start,
                     )
                 start = reader.line_num + 1
     except (EOFError, zlib.error, gzip.BadGzipFile) as exc:

@@ -14,15 +14,15 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+from collections.abc import Iterator, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Iterator, Sequence
 
 from .. import provenance
 from ..cli import run
-from ..typed import to_dict
 from ..errors import PipelineError
 from ..progress import progress
+from ..typed import to_dict
 from . import medline, mimic, pmc
 from .dedup import MinHasher, minhash_params
 from .pmc_filelist import read_filelist
@@ -34,8 +34,10 @@ log = logging.getLogger(__name__)
 
 def _malformed(settings: ParseCorpusSettings, info: dict, where: str, reason: str) -> None:
     if settings.clean.on_malformed == "error":
-        raise PipelineError(f"{where}: {reason}; fix or re-download the file, or set "
-                            f"corpora.{settings.name}.clean.on_malformed: skip to count and skip it")
+        raise PipelineError(
+            f"{where}: {reason}; fix or re-download the file, or set "
+            f"corpora.{settings.name}.clean.on_malformed: skip to count and skip it"
+        )
     info["malformed"] = info.get("malformed", 0) + 1
     log.warning("skipped malformed record %s: %s", where, reason)
 
@@ -49,14 +51,22 @@ def _pubmed(path: Path, settings: ParseCorpusSettings, info: dict) -> Iterator[d
             yield row(f"pubmed:{item.pmid}", path.name, op="delete", version=item.version)
         else:
             yield row(
-                f"pubmed:{item.pmid}", path.name,
+                f"pubmed:{item.pmid}",
+                path.name,
                 medline.document_text(item, opts.section_labels, opts.include_title),
-                version=item.version, retracted=item.retracted,
-                metadata={"pmid": item.pmid, "version": item.version, "status": item.status,
-                          "title": item.title, "languages": item.languages,
-                          "publication_types": item.publication_types, "journal": item.journal,
-                          "year": item.year,
-                          "sections": [s.label for s in item.sections if s.label]},
+                version=item.version,
+                retracted=item.retracted,
+                metadata={
+                    "pmid": item.pmid,
+                    "version": item.version,
+                    "status": item.status,
+                    "title": item.title,
+                    "languages": item.languages,
+                    "publication_types": item.publication_types,
+                    "journal": item.journal,
+                    "year": item.year,
+                    "sections": [s.label for s in item.sections if s.label],
+                },
             )
 
 
@@ -71,10 +81,20 @@ def _pmc(path: Path, settings: ParseCorpusSettings, info: dict, listed: dict | N
             licence, retracted = entry.licence, entry.retracted or retracted
             info["from_filelist"] = info.get("from_filelist", 0) + 1
         yield row(
-            f"pmc:{item.id}", path.name, item.text, retracted=retracted, licence=licence,
-            metadata={"pmcid": item.id, "pmid": item.pmid, "doi": item.doi, "title": item.title,
-                      "licence_url": item.licence_url, "article_type": item.article_type,
-                      "member": item.member},
+            f"pmc:{item.id}",
+            path.name,
+            item.text,
+            retracted=retracted,
+            licence=licence,
+            metadata={
+                "pmcid": item.id,
+                "pmid": item.pmid,
+                "doi": item.doi,
+                "title": item.title,
+                "licence_url": item.licence_url,
+                "article_type": item.article_type,
+                "member": item.member,
+            },
         )
 
 
@@ -84,18 +104,28 @@ def _mimic(path: Path, settings: ParseCorpusSettings, info: dict) -> Iterator[di
             _malformed(settings, info, f"{path}:{item.line}", item.reason)
             continue
         yield row(
-            f"mimic:{item.row_id}", path.name, item.text, category=item.category, iserror=item.iserror,
-            metadata={"row_id": item.row_id, "subject_id": item.subject_id, "hadm_id": item.hadm_id,
-                      "chartdate": item.chartdate, "category": item.category,
-                      "description": item.description},
+            f"mimic:{item.row_id}",
+            path.name,
+            item.text,
+            category=item.category,
+            iserror=item.iserror,
+            metadata={
+                "row_id": item.row_id,
+                "subject_id": item.subject_id,
+                "hadm_id": item.hadm_id,
+                "chartdate": item.chartdate,
+                "category": item.category,
+                "description": item.description,
+            },
         )
 
 
 PARSERS = {"pubmed": _pubmed, "pmc": _pmc, "mimic": _mimic}
 
 
-def parse_file(path: str | Path, out: str | Path, settings: ParseCorpusSettings,
-               filelist: str | Path | None = None) -> dict:
+def parse_file(
+    path: str | Path, out: str | Path, settings: ParseCorpusSettings, filelist: str | Path | None = None
+) -> dict:
     """Parse ``path`` into ``out``; return the counts stored with it."""
     path = Path(path)
     if filelist is not None and settings.type != "pmc":
@@ -139,10 +169,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     info = parse_file(args.inp, args.out, settings, args.filelist)
     log.info("%s: %d rows, %d malformed skipped", args.inp, info["rows"], info["malformed"])
     provenance.record(
-        args.out, step="corpus.parse",
+        args.out,
+        step="corpus.parse",
         inputs={"raw": args.inp, "settings": args.settings, **({"filelist": args.filelist} if args.filelist else {})},
-        params={"corpus": to_dict(settings)}, outputs=[args.out], started=started,
-        restricted=settings.restricted or settings.type == "mimic", extra={"counts": info},
+        params={"corpus": to_dict(settings)},
+        outputs=[args.out],
+        started=started,
+        restricted=settings.restricted or settings.type == "mimic",
+        extra={"counts": info},
     )
 
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 import tarfile
 import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
 
 from lxml import etree
 
@@ -179,8 +179,7 @@ def parse_article(data: bytes, member: str, opts: PmcOptions) -> Article:
         ref = lic.find("{http://www.niso.org/schemas/ali/1.0/}license_ref")
         url = lic.get(XLINK) or (ref.text.strip() if ref is not None and ref.text else "")
         lic_text = _norm(" ".join(lic.itertext()))
-    retracted = any(r.get("related-article-type") == "retraction-forward"
-                    for r in meta.iter("related-article"))
+    retracted = any(r.get("related-article-type") == "retraction-forward" for r in meta.iter("related-article"))
     title_el = meta.find("title-group/article-title")
     title = _norm("".join(title_el.itertext())) if title_el is not None else ""
     walker = _Walker(opts)
@@ -196,9 +195,15 @@ def parse_article(data: bytes, member: str, opts: PmcOptions) -> Article:
         for ref_list in back.iter("ref-list"):
             walker.block(ref_list)
     return Article(
-        id=pmc, title=title, paragraphs=([title] if title else []) + walker.out,
-        licence=classify_licence(url, lic_text), licence_url=url, retracted=retracted,
-        pmid=ids.get("pmid", ""), doi=ids.get("doi", ""), article_type=root.get("article-type", ""),
+        id=pmc,
+        title=title,
+        paragraphs=([title] if title else []) + walker.out,
+        licence=classify_licence(url, lic_text),
+        licence_url=url,
+        retracted=retracted,
+        pmid=ids.get("pmid", ""),
+        doi=ids.get("doi", ""),
+        article_type=root.get("article-type", ""),
         member=member,
     )
 
@@ -244,6 +249,4 @@ def iter_pmc(path: str | Path, opts: PmcOptions) -> Iterator[Article | BadMember
             except etree.XMLSyntaxError as exc:
                 yield BadMember(member, f"malformed XML at line {exc.lineno}: {exc.msg}")
     except (tarfile.TarError, EOFError, zlib.error, OSError) as exc:
-        raise PipelineError(
-            f"{path}: unreadable or truncated archive ({exc}); download it again"
-        ) from exc
+        raise PipelineError(f"{path}: unreadable or truncated archive ({exc}); download it again") from exc

@@ -9,8 +9,9 @@ and the MinHash parameters travel in the file's metadata under ``corpus_parse``.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -19,29 +20,52 @@ import pyarrow.parquet as pq
 from ..atomic import atomic_file
 from ..errors import PipelineError
 
-SCHEMA = pa.schema([
-    ("id", pa.string()),
-    ("source", pa.string()),
-    ("op", pa.string()),
-    ("version", pa.int64()),
-    ("text", pa.string()),
-    ("retracted", pa.bool_()),
-    ("licence", pa.string()),
-    ("category", pa.string()),
-    ("iserror", pa.bool_()),
-    ("metadata", pa.string()),
-    ("minhash", pa.list_(pa.uint32())),
-])
+SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("source", pa.string()),
+        ("op", pa.string()),
+        ("version", pa.int64()),
+        ("text", pa.string()),
+        ("retracted", pa.bool_()),
+        ("licence", pa.string()),
+        ("category", pa.string()),
+        ("iserror", pa.bool_()),
+        ("metadata", pa.string()),
+        ("minhash", pa.list_(pa.uint32())),
+    ]
+)
 META_KEY = b"corpus_parse"
 BATCH = 5000
 
 
-def row(id: str, source: str, text: str = "", *, op: str = "add", version: int = 1, retracted: bool = False,
-        licence: str = "", category: str = "", iserror: bool = False, metadata: dict | None = None,
-        minhash: np.ndarray | None = None) -> dict:
-    return {"id": id, "source": source, "op": op, "version": version, "text": text, "retracted": retracted,
-            "licence": licence, "category": category, "iserror": iserror,
-            "metadata": json.dumps(metadata or {}, ensure_ascii=False, sort_keys=True), "minhash": minhash}
+def row(
+    id: str,
+    source: str,
+    text: str = "",
+    *,
+    op: str = "add",
+    version: int = 1,
+    retracted: bool = False,
+    licence: str = "",
+    category: str = "",
+    iserror: bool = False,
+    metadata: dict | None = None,
+    minhash: np.ndarray | None = None,
+) -> dict:
+    return {
+        "id": id,
+        "source": source,
+        "op": op,
+        "version": version,
+        "text": text,
+        "retracted": retracted,
+        "licence": licence,
+        "category": category,
+        "iserror": iserror,
+        "metadata": json.dumps(metadata or {}, ensure_ascii=False, sort_keys=True),
+        "minhash": minhash,
+    }
 
 
 def write_parsed(path: str | Path, rows: Iterable[dict], info: dict[str, Any]) -> int:
@@ -74,8 +98,10 @@ def read_info(path: str | Path) -> dict[str, Any]:
     except (OSError, pa.ArrowInvalid) as exc:
         raise PipelineError(f"{path}: unreadable Parquet file ({exc}); run the parse step again") from exc
     if META_KEY not in meta:
-        raise PipelineError(f"{path}: not a parsed corpus file (no {META_KEY.decode()} metadata); "
-                            "produce it with workflow_scripts.corpus.parse_corpus_file")
+        raise PipelineError(
+            f"{path}: not a parsed corpus file (no {META_KEY.decode()} metadata); "
+            "produce it with workflow_scripts.corpus.parse_corpus_file"
+        )
     return json.loads(meta[META_KEY])
 
 
@@ -102,4 +128,4 @@ def iter_with_signatures(path: str | Path) -> Iterator[tuple[dict, np.ndarray]]:
         mh = batch.column("minhash")
         offsets, values = mh.offsets.to_numpy(), mh.values.to_numpy()
         for i, r in enumerate(batch.drop_columns(["minhash"]).to_pylist()):
-            yield r, values[offsets[i]:offsets[i + 1]]
+            yield r, values[offsets[i] : offsets[i + 1]]

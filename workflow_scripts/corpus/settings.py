@@ -10,49 +10,68 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-
-from ..typed import load_settings, view
 from ..errors import PipelineError
+from ..typed import load_settings, view
 
 
 @dataclass
 class PubmedOptions:
-    section_labels: bool = field(default=True, metadata={
-        "help": "prefix each section of a structured abstract with its label (\"METHODS: ...\")"})
-    include_title: bool = field(default=True, metadata={
-        "help": "put the article title before the abstract in the document text"})
+    section_labels: bool = field(
+        default=True, metadata={"help": 'prefix each section of a structured abstract with its label ("METHODS: ...")'}
+    )
+    include_title: bool = field(
+        default=True, metadata={"help": "put the article title before the abstract in the document text"}
+    )
 
 
 @dataclass
 class PmcOptions:
-    licence: Literal["all", "commercial", "noncommercial"] = field(default="all", metadata={
-        "help": "licence subset: commercial = CC0/CC BY/BY-SA/BY-ND only (as BioMegatron); "
-                "noncommercial = the NC licences; all = every open-access article"})
+    licence: Literal["all", "commercial", "noncommercial"] = field(
+        default="all",
+        metadata={
+            "help": "licence subset: commercial = CC0/CC BY/BY-SA/BY-ND only (as BioMegatron); "
+            "noncommercial = the NC licences; all = every open-access article"
+        },
+    )
     captions: bool = field(default=True, metadata={"help": "keep figure and table captions"})
     tables: bool = field(default=False, metadata={"help": "keep the cell text of tables and their footnotes"})
-    formulas: bool = field(default=False, metadata={
-        "help": "keep the text of display formulas (MathML identifiers and operators)"})
-    references: bool = field(default=False, metadata={
-        "help": "keep the reference list and in-text citation markers (when off, a marker goes with "
-                "its brackets and separators)"})
+    formulas: bool = field(
+        default=False, metadata={"help": "keep the text of display formulas (MathML identifiers and operators)"}
+    )
+    references: bool = field(
+        default=False,
+        metadata={
+            "help": "keep the reference list and in-text citation markers (when off, a marker goes with "
+            "its brackets and separators)"
+        },
+    )
     section_titles: bool = field(default=True, metadata={"help": "keep section titles as their own lines"})
 
 
 @dataclass
 class MimicOptions:
-    categories: list[str] = field(default_factory=list, metadata={
-        "help": "note categories to keep (CATEGORY column, compared without surrounding spaces); "
-                "empty = all"})
-    placeholders: Literal["keep", "tag"] = field(default="keep", metadata={
-        "help": "de-identification placeholders [**...**]: keep = one token with inner spaces "
-                "removed; tag = a type tag such as [NAME], [DATE], [HOSPITAL]"})
+    categories: list[str] = field(
+        default_factory=list,
+        metadata={
+            "help": "note categories to keep (CATEGORY column, compared without surrounding spaces); empty = all"
+        },
+    )
+    placeholders: Literal["keep", "tag"] = field(
+        default="keep",
+        metadata={
+            "help": "de-identification placeholders [**...**]: keep = one token with inner spaces "
+            "removed; tag = a type tag such as [NAME], [DATE], [HOSPITAL]"
+        },
+    )
 
 
 @dataclass
 class NearDedupOptions:
     enabled: bool = field(default=True, metadata={"help": "remove near duplicates with MinHash LSH"})
-    threshold: float = field(default=0.8, metadata={
-        "help": "estimated Jaccard similarity of word shingles above which a document is a near duplicate"})
+    threshold: float = field(
+        default=0.8,
+        metadata={"help": "estimated Jaccard similarity of word shingles above which a document is a near duplicate"},
+    )
     num_perm: int = field(default=128, metadata={"help": "number of MinHash permutations"})
     shingle: int = field(default=5, metadata={"help": "words per shingle"})
     seed: int = field(default=1, metadata={"help": "seed of the MinHash permutations"})
@@ -67,10 +86,13 @@ class NearDedupOptions:
 @dataclass
 class DecontaminationOptions:
     ngram: int = field(default=13, metadata={"help": "n-gram length (words, lower-cased) compared with the test sets"})
-    threshold: float = field(default=0.5, metadata={
-        "help": "drop a document containing at least this fraction of the n-grams of any one test example"})
-    min_words: int = field(default=8, metadata={
-        "help": "test examples shorter than this many words are not used for matching"})
+    threshold: float = field(
+        default=0.5,
+        metadata={"help": "drop a document containing at least this fraction of the n-grams of any one test example"},
+    )
+    min_words: int = field(
+        default=8, metadata={"help": "test examples shorter than this many words are not used for matching"}
+    )
 
     def validate(self, where: str) -> None:
         if not 0.0 < self.threshold <= 1.0:
@@ -84,11 +106,14 @@ class SourceOptions:
     """The part of ``clean`` that downloading and parsing read (they run once per raw file)."""
 
     drop_retracted: bool = field(default=True, metadata={"help": "drop retracted articles"})
-    near_dedup: NearDedupOptions = field(default_factory=NearDedupOptions, metadata={
-        "help": "near-duplicate removal"})
-    on_malformed: Literal["error", "skip"] = field(default="error", metadata={
-        "help": "a malformed record or archive member: error = stop naming it; skip = count it under "
-                "'malformed' in stats.json"})
+    near_dedup: NearDedupOptions = field(default_factory=NearDedupOptions, metadata={"help": "near-duplicate removal"})
+    on_malformed: Literal["error", "skip"] = field(
+        default="error",
+        metadata={
+            "help": "a malformed record or archive member: error = stop naming it; skip = count it under "
+            "'malformed' in stats.json"
+        },
+    )
     pubmed: PubmedOptions = field(default_factory=PubmedOptions, metadata={"help": "PubMed options"})
     pmc: PmcOptions = field(default_factory=PmcOptions, metadata={"help": "PMC options"})
     mimic: MimicOptions = field(default_factory=MimicOptions, metadata={"help": "MIMIC-III options"})
@@ -96,17 +121,26 @@ class SourceOptions:
 
 @dataclass
 class CleanSettings(SourceOptions):
-    min_words: int = field(default=128, metadata={
-        "help": "drop documents with fewer whitespace-separated words (PubMedBERT used 128)"})
-    languages: list[str] = field(default_factory=lambda: ["en"], metadata={
-        "help": "keep documents whose detected language (ISO 639-1: en, fr, de, es, it, pt) is listed; "
-                "texts too short to tell are kept; empty = no language filter"})
-    exact_dedup: bool = field(default=True, metadata={
-        "help": "drop documents whose normalised text equals an earlier one"})
-    decontamination: DecontaminationOptions = field(default_factory=DecontaminationOptions, metadata={
-        "help": "removal of documents overlapping benchmark test sets (given with --decontaminate)"})
-    sentence_split: bool = field(default=False, metadata={
-        "help": "write one sentence per line (paragraphs stay separated by a blank line)"})
+    min_words: int = field(
+        default=128, metadata={"help": "drop documents with fewer whitespace-separated words (PubMedBERT used 128)"}
+    )
+    languages: list[str] = field(
+        default_factory=lambda: ["en"],
+        metadata={
+            "help": "keep documents whose detected language (ISO 639-1: en, fr, de, es, it, pt) is listed; "
+            "texts too short to tell are kept; empty = no language filter"
+        },
+    )
+    exact_dedup: bool = field(
+        default=True, metadata={"help": "drop documents whose normalised text equals an earlier one"}
+    )
+    decontamination: DecontaminationOptions = field(
+        default_factory=DecontaminationOptions,
+        metadata={"help": "removal of documents overlapping benchmark test sets (given with --decontaminate)"},
+    )
+    sentence_split: bool = field(
+        default=False, metadata={"help": "write one sentence per line (paragraphs stay separated by a blank line)"}
+    )
 
     def validate(self, where: str) -> None:
         if self.min_words < 0:
@@ -118,8 +152,7 @@ class CorpusSettings:
     name: str = field(metadata={"help": "corpus name (results/corpus/<name>)"})
     type: Literal["pubmed", "pmc", "mimic"] = field(metadata={"help": "raw source format"})
     shards: int = field(default=1, metadata={"help": "number of Parquet shards written"})
-    restricted: bool = field(default=False, metadata={
-        "help": "derived from credentialed data (always true for mimic)"})
+    restricted: bool = field(default=False, metadata={"help": "derived from credentialed data (always true for mimic)"})
     clean: CleanSettings = field(default_factory=CleanSettings, metadata={"help": "parsing and filtering"})
 
     def validate(self, where: str) -> None:
@@ -133,8 +166,7 @@ class ParseCorpusSettings:
 
     name: str = field(metadata={"help": "corpus name (results/corpus/<name>)"})
     type: Literal["pubmed", "pmc", "mimic"] = field(metadata={"help": "raw source format"})
-    restricted: bool = field(default=False, metadata={
-        "help": "derived from credentialed data (always true for mimic)"})
+    restricted: bool = field(default=False, metadata={"help": "derived from credentialed data (always true for mimic)"})
     clean: SourceOptions = field(default_factory=SourceOptions, metadata={"help": "parsing options"})
 
 

@@ -9,9 +9,9 @@ Python object per record.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -56,8 +56,11 @@ def resolve_updates(files: Sequence[Path]) -> Updates:
         except (OSError, pa.ArrowInvalid) as exc:
             raise PipelineError(f"{path}: unreadable Parquet file ({exc}); run the parse step again") from exc
         up.winners.append(np.zeros(t.num_rows, dtype=bool))
-        tables.append(t.append_column("file", pa.array(np.full(t.num_rows, fi, dtype=np.int32)))
-                      .append_column("row", pa.array(np.arange(t.num_rows, dtype=np.int64))))
+        tables.append(
+            t.append_column("file", pa.array(np.full(t.num_rows, fi, dtype=np.int32))).append_column(
+                "row", pa.array(np.arange(t.num_rows, dtype=np.int64))
+            )
+        )
     if not tables:
         return up
     events = pa.concat_tables(tables)

@@ -14,20 +14,20 @@ from __future__ import annotations
 import argparse
 import functools
 import logging
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import torch
 from transformers.utils import logging as hf_logging
 
 from .. import optim, provenance
 from ..cli import run
-from ..typed import load_settings, to_dict
 from ..errors import PipelineError
 from ..pretrain import dist as distributed
+from ..pretrain.engine import add_data_arguments, data_inputs, execute, flops_fn, open_data, resume_digest, training_key
 from ..pretrain.loop import Job
 from ..pretrain.model import MLMObjective, build_model, check_vocab, load_pretrained
-from ..pretrain.engine import add_data_arguments, data_inputs, execute, flops_fn, open_data, resume_digest, training_key
+from ..typed import load_settings, to_dict
 from .objective import DistillObjective
 from .settings import DistillModelSettings, DistillSettings
 from .student import check_embedding_rows, freeze, from_teacher_layers, layer_map, same_vocabulary, teacher_layers
@@ -86,10 +86,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         if needs_attention:
             student.set_attn_implementation("eager")
             if student.config.num_attention_heads != teacher.config.num_attention_heads:
-                raise PipelineError(f"{where}.loss: attention terms need equal head counts (student {student.config.num_attention_heads}, teacher {teacher.config.num_attention_heads})")
+                raise PipelineError(
+                    f"{where}.loss: attention terms need equal head counts (student "
+                    f"{student.config.num_attention_heads}, teacher "
+                    f"{teacher.config.num_attention_heads})"
+                )
         mapping = layer_map(student.config.num_hidden_layers, teacher.config.num_hidden_layers, s, where)
         if needs_attention and 0 in mapping:
-            raise PipelineError(f"{where}.layer_map: attention terms need transformer layers (1..{teacher.config.num_hidden_layers}), not 0")
+            raise PipelineError(
+                f"{where}.layer_map: attention terms need transformer layers "
+                f"(1..{teacher.config.num_hidden_layers}), not 0"
+            )
         if terms:
             teacher.to(d.device)
             dtype = optim.amp_dtype(d.device, s.teacher_precision)
@@ -103,22 +110,50 @@ def main(argv: Sequence[str] | None = None) -> None:
         data = open_data(args, s, tokenizer, out, d)
         key = training_key(s, data.keys, student, {"teacher": args.teacher, "init": args.init, "student": init_info})
         job = Job(
-            settings=s, objective=objective, model=student, tokenizer=tokenizer, phases=data.phases,
-            heldout=data.heldout, state_dir=out / "training_state",
+            settings=s,
+            objective=objective,
+            model=student,
+            tokenizer=tokenizer,
+            phases=data.phases,
+            heldout=data.heldout,
+            state_dir=out / "training_state",
             digest=resume_digest(out / "training_state", key, d),
-            flops_per_token=flops_fn(student, teacher if terms else None), dist=d,
+            flops_per_token=flops_fn(student, teacher if terms else None),
+            dist=d,
         )
-        inputs = {"teacher": args.teacher, **data_inputs(args, data), "settings": args.settings,
-                  **({"init": args.init} if args.init else {})}
+        inputs = {
+            "teacher": args.teacher,
+            **data_inputs(args, data),
+            "settings": args.settings,
+            **({"init": args.init} if args.init else {}),
+        }
         extra = {
-            "teacher": {"path": args.teacher, "model_type": teacher.config.model_type, "hidden_size": teacher.config.hidden_size,
-                        "num_layers": teacher.config.num_hidden_layers},
-            "recipe": {"loss": to_dict(s.loss), "temperature": s.temperature, "kl_positions": s.kl_positions, "layer_map": mapping, "student": init_info,
-                       "control": not terms},
+            "teacher": {
+                "path": args.teacher,
+                "model_type": teacher.config.model_type,
+                "hidden_size": teacher.config.hidden_size,
+                "num_layers": teacher.config.num_hidden_layers,
+            },
+            "recipe": {
+                "loss": to_dict(s.loss),
+                "temperature": s.temperature,
+                "kl_positions": s.kl_positions,
+                "layer_map": mapping,
+                "student": init_info,
+                "control": not terms,
+            },
             "model": {"parameters": sum(p.numel() for p in student.parameters()), "config": student.config.to_dict()},
         }
-        execute(job, out, step="distill", inputs=inputs, params={"name": entry.name, "distill": to_dict(s)}, started=started,
-                extra=extra, stop_after=args.stop_after)
+        execute(
+            job,
+            out,
+            step="distill",
+            inputs=inputs,
+            params={"name": entry.name, "distill": to_dict(s)},
+            started=started,
+            extra=extra,
+            stop_after=args.stop_after,
+        )
     finally:
         distributed.teardown(d)
 

@@ -18,8 +18,16 @@ LAYERWISE = ("hidden_mse", "hidden_cosine", "attention_mse", "attention_kl")
 class DistillObjective(nn.Module):
     """Registered parameters: the student and the projections; the frozen teacher is held aside."""
 
-    def __init__(self, student: nn.Module, teacher: nn.Module, weights: LossWeights, temperature: float,
-                 layer_map: list[int], teacher_autocast=contextlib.nullcontext, kl_positions: str = "all") -> None:
+    def __init__(
+        self,
+        student: nn.Module,
+        teacher: nn.Module,
+        weights: LossWeights,
+        temperature: float,
+        layer_map: list[int],
+        teacher_autocast=contextlib.nullcontext,
+        kl_positions: str = "all",
+    ) -> None:
         super().__init__()
         self.model = student
         object.__setattr__(self, "teacher", teacher)  # not a submodule: not trained, saved or synchronised
@@ -28,7 +36,9 @@ class DistillObjective(nn.Module):
         self.teacher_autocast = teacher_autocast
         hs, ht = student.config.hidden_size, teacher.config.hidden_size
         self.proj = nn.Linear(hs, ht, bias=False) if hs != ht else nn.Identity()
-        self.embedding_proj = nn.Linear(hs, ht, bias=False) if hs != ht and "embedding_mse" in self.weights else nn.Identity()
+        self.embedding_proj = (
+            nn.Linear(hs, ht, bias=False) if hs != ht and "embedding_mse" in self.weights else nn.Identity()
+        )
         self.needs_hidden = any(k in self.weights for k in ("hidden_mse", "hidden_cosine", "embedding_mse"))
         self.needs_attention = any(k in self.weights for k in ("attention_mse", "attention_kl"))
         self.needs_logits = any(k in self.weights for k in ("kl", "soft_ce"))
@@ -49,7 +59,9 @@ class DistillObjective(nn.Module):
                 t_out = t_enc(input_ids=input_ids, **flags)
                 t_logits = None
                 if self.needs_logits:
-                    t_hidden = t_out.last_hidden_state if self.kl_all else masked_hidden(t_out.last_hidden_state, positions)
+                    t_hidden = (
+                        t_out.last_hidden_state if self.kl_all else masked_hidden(t_out.last_hidden_state, positions)
+                    )
                     t_logits = t_head(t_hidden).flatten(0, -2)
             terms.update(self._teacher_terms(s_out, t_out, s_all, t_logits, norms))
         loss = sum(self.weights.get(k, 0.0) * v for k, v in terms.items())
@@ -68,16 +80,19 @@ class DistillObjective(nn.Module):
         if "cosine" in w:
             out["cosine"] = losses.cosine_distance(self.proj(s_out.last_hidden_state), t_out.last_hidden_state) / tokens
         if "embedding_mse" in w:
-            out["embedding_mse"] = losses.squared_error(self.embedding_proj(s_out.hidden_states[0]), t_out.hidden_states[0]) / (tokens * width)
+            out["embedding_mse"] = losses.squared_error(
+                self.embedding_proj(s_out.hidden_states[0]), t_out.hidden_states[0]
+            ) / (tokens * width)
         pairs = list(enumerate(self.layer_map, start=1))
         if "hidden_mse" in w:
             out["hidden_mse"] = sum(
                 losses.squared_error(self.proj(s_out.hidden_states[i]), t_out.hidden_states[t]) for i, t in pairs
             ) / (tokens * width)
         if "hidden_cosine" in w:
-            out["hidden_cosine"] = sum(
-                losses.cosine_distance(self.proj(s_out.hidden_states[i]), t_out.hidden_states[t]) for i, t in pairs
-            ) / tokens
+            out["hidden_cosine"] = (
+                sum(losses.cosine_distance(self.proj(s_out.hidden_states[i]), t_out.hidden_states[t]) for i, t in pairs)
+                / tokens
+            )
         if self.needs_attention:
             heads, seq = s_out.attentions[0].shape[1], s_out.attentions[0].shape[-1]
             if "attention_mse" in w:

@@ -9,7 +9,7 @@ temperature 2 x2, last-hidden-state cosine x1.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Literal, Optional
+from typing import Literal
 
 from ..errors import PipelineError
 from ..pretrain.settings import PretrainSettings
@@ -18,14 +18,41 @@ from ..pretrain.settings import PretrainSettings
 @dataclass
 class LossWeights:
     mlm: float = field(default=5.0, metadata={"help": "Masked-language-model cross-entropy of the student."})
-    kl: float = field(default=2.0, metadata={"help": "KL(teacher || student) of the output distributions at the temperature, times T^2 (positions: kl_positions)."})
-    soft_ce: float = field(default=0.0, metadata={"help": "Soft cross-entropy against the teacher's output distribution (TinyBERT prediction layer)."})
-    cosine: float = field(default=1.0, metadata={"help": "1 - cosine similarity of the last hidden states (projected when widths differ)."})
-    hidden_mse: float = field(default=0.0, metadata={"help": "MSE of mapped hidden states through a learned projection, summed over the layer map (TinyBERT)."})
-    hidden_cosine: float = field(default=0.0, metadata={"help": "1 - cosine of mapped hidden states, summed over the layer map (CompactBioBERT)."})
-    attention_mse: float = field(default=0.0, metadata={"help": "Per-head MSE of mapped attention maps (TinyBERT; needs equal head counts)."})
-    attention_kl: float = field(default=0.0, metadata={"help": "KL(teacher || student) of mapped attention maps, per head and query (CompactBioBERT)."})
-    embedding_mse: float = field(default=0.0, metadata={"help": "MSE of the embedding-layer outputs through a learned projection (TinyBERT)."})
+    kl: float = field(
+        default=2.0,
+        metadata={
+            "help": "KL(teacher || student) of the output distributions at the temperature, times "
+            "T^2 (positions: kl_positions)."
+        },
+    )
+    soft_ce: float = field(
+        default=0.0,
+        metadata={"help": "Soft cross-entropy against the teacher's output distribution (TinyBERT prediction layer)."},
+    )
+    cosine: float = field(
+        default=1.0,
+        metadata={"help": "1 - cosine similarity of the last hidden states (projected when widths differ)."},
+    )
+    hidden_mse: float = field(
+        default=0.0,
+        metadata={
+            "help": "MSE of mapped hidden states through a learned projection, summed over the layer map (TinyBERT)."
+        },
+    )
+    hidden_cosine: float = field(
+        default=0.0,
+        metadata={"help": "1 - cosine of mapped hidden states, summed over the layer map (CompactBioBERT)."},
+    )
+    attention_mse: float = field(
+        default=0.0, metadata={"help": "Per-head MSE of mapped attention maps (TinyBERT; needs equal head counts)."}
+    )
+    attention_kl: float = field(
+        default=0.0,
+        metadata={"help": "KL(teacher || student) of mapped attention maps, per head and query (CompactBioBERT)."},
+    )
+    embedding_mse: float = field(
+        default=0.0, metadata={"help": "MSE of the embedding-layer outputs through a learned projection (TinyBERT)."}
+    )
 
     def teacher_terms(self) -> dict[str, float]:
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name != "mlm" and getattr(self, f.name) > 0}
@@ -35,26 +62,46 @@ class LossWeights:
 class StudentSettings:
     init: Literal["teacher_layers", "model", "random"] = field(
         default="teacher_layers",
-        metadata={"help": "teacher_layers: copy the teacher's embeddings, head and a subset of its layers; model: load --init; random: a fresh model of the given shape."},
+        metadata={
+            "help": "teacher_layers: copy the teacher's embeddings, head and a subset of its "
+            "layers; model: load --init; random: a fresh model of the given shape."
+        },
     )
-    num_layers: Optional[int] = field(default=None, metadata={"help": "Student layers for init teacher_layers (default: half the teacher's)."})
-    layers: Optional[list[int]] = field(
-        default=None, metadata={"help": "Teacher layers (0-based) copied into the student for init teacher_layers (default: every k-th from 0)."}
+    num_layers: int | None = field(
+        default=None, metadata={"help": "Student layers for init teacher_layers (default: half the teacher's)."}
+    )
+    layers: list[int] | None = field(
+        default=None,
+        metadata={
+            "help": "Teacher layers (0-based) copied into the student for init teacher_layers "
+            "(default: every k-th from 0)."
+        },
     )
 
 
 @dataclass
 class DistillSettings(PretrainSettings):
-    student: StudentSettings = field(default_factory=StudentSettings, metadata={"help": "Student shape and initialisation."})
-    loss: LossWeights = field(default_factory=LossWeights, metadata={"help": "Loss weights; all teacher terms 0 is the 'train longer' control (plain MLM, no teacher)."})
+    student: StudentSettings = field(
+        default_factory=StudentSettings, metadata={"help": "Student shape and initialisation."}
+    )
+    loss: LossWeights = field(
+        default_factory=LossWeights,
+        metadata={"help": "Loss weights; all teacher terms 0 is the 'train longer' control (plain MLM, no teacher)."},
+    )
     temperature: float = field(default=2.0, metadata={"help": "Softmax temperature of the output-distribution terms."})
-    layer_map: Optional[list[int]] = field(
+    layer_map: list[int] | None = field(
         default=None,
-        metadata={"help": "Teacher layer (1-based; 0 = embeddings) matched to each student layer 1..n by the layer-wise terms (default: evenly spaced)."},
+        metadata={
+            "help": "Teacher layer (1-based; 0 = embeddings) matched to each student layer 1..n by "
+            "the layer-wise terms (default: evenly spaced)."
+        },
     )
     kl_positions: Literal["all", "masked"] = field(
         default="all",
-        metadata={"help": "Positions where the output terms (kl, soft_ce) compare distributions: every token (DistilBERT's default) or only the masked ones."},
+        metadata={
+            "help": "Positions where the output terms (kl, soft_ce) compare distributions: every "
+            "token (DistilBERT's default) or only the masked ones."
+        },
     )
     teacher_precision: Literal["fp32", "bf16", "fp16"] = field(
         default="bf16", metadata={"help": "Teacher weights and forward pass precision on GPU (fp32 on CPU)."}

@@ -28,7 +28,9 @@ def teacher_layers(teacher_layers_total: int, settings: DistillSettings, where: 
         layers = [i * k for i in range(n)]
     for i, layer in enumerate(layers):
         if not 0 <= layer < teacher_layers_total:
-            raise PipelineError(f"{where}.student.layers[{i}]: teacher layer {layer} is out of range 0..{teacher_layers_total - 1}")
+            raise PipelineError(
+                f"{where}.student.layers[{i}]: teacher layer {layer} is out of range 0..{teacher_layers_total - 1}"
+            )
     return layers
 
 
@@ -48,7 +50,10 @@ def from_teacher_layers(teacher: nn.Module, layers: list[int]) -> nn.Module:
     missing, unexpected = student.load_state_dict(state, strict=False)
     tied = set(getattr(student, "_tied_weights_keys", None) or {})
     if unexpected or set(missing) - tied:
-        raise PipelineError(f"cannot initialise the student from the teacher: missing {sorted(missing)}, unexpected {sorted(unexpected)}")
+        raise PipelineError(
+            f"cannot initialise the student from the teacher: missing {sorted(missing)}, "
+            f"unexpected {sorted(unexpected)}"
+        )
     student.tie_weights()
     return student
 
@@ -59,10 +64,16 @@ def layer_map(n_student: int, n_teacher: int, settings: DistillSettings, where: 
         return [round((i + 1) * n_teacher / n_student) for i in range(n_student)]
     mapping = list(settings.layer_map)
     if len(mapping) != n_student:
-        raise PipelineError(f"{where}.layer_map: {len(mapping)} entries for a student of {n_student} layers; give one teacher layer per student layer")
+        raise PipelineError(
+            f"{where}.layer_map: {len(mapping)} entries for a student of {n_student} "
+            "layers; give one teacher layer per student layer"
+        )
     for i, t in enumerate(mapping):
         if not 0 <= t <= n_teacher:
-            raise PipelineError(f"{where}.layer_map[{i}]: teacher layer {t} is out of range 0..{n_teacher} (1-based layers, 0 = embeddings)")
+            raise PipelineError(
+                f"{where}.layer_map[{i}]: teacher layer {t} is out of range 0..{n_teacher} "
+                "(1-based layers, 0 = embeddings)"
+            )
     return mapping
 
 
@@ -87,5 +98,3 @@ def freeze(teacher: nn.Module) -> nn.Module:
     for p in teacher.parameters():
         p.requires_grad_(False)
     return teacher
-
-

@@ -39,9 +39,9 @@ import os
 import re
 import shutil
 import zlib
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
 from urllib.parse import urlsplit
 
 from .. import provenance
@@ -87,8 +87,9 @@ def read_inventory(path: str | Path) -> list[ArticleVersion]:
             continue
         out.append(ArticleVersion(m.group(3), int(m.group(4)), m.group(0)))
     if not out:
-        raise PipelineError(f"{path}: names no metadata/PMC<id>.<version>.json object; "
-                            "check corpora.<name>.source.inventory")
+        raise PipelineError(
+            f"{path}: names no metadata/PMC<id>.<version>.json object; check corpora.<name>.source.inventory"
+        )
     return out
 
 
@@ -131,13 +132,20 @@ def _metadata(base: str, a: ArticleVersion, opts: Options) -> dict:
     except json.JSONDecodeError as exc:
         raise PipelineError(f"{url}: not valid JSON ({exc.msg} at line {exc.lineno})") from exc
     if str(meta.get("pmcid", a.pmcid)).upper() != a.pmcid or int(meta.get("version", a.version)) != a.version:
-        raise PipelineError(f"{url}: describes {meta.get('pmcid')}.{meta.get('version')}, "
-                            f"not {a.pmcid}.{a.version}")
+        raise PipelineError(f"{url}: describes {meta.get('pmcid')}.{meta.get('version')}, not {a.pmcid}.{a.version}")
     return meta
 
 
-def fetch_batch(inventory: str | Path, base: str, batch: int, batches: int, out: str | Path,
-                licence: str, drop_retracted: bool, opts: Options | None = None) -> dict:
+def fetch_batch(
+    inventory: str | Path,
+    base: str,
+    batch: int,
+    batches: int,
+    out: str | Path,
+    licence: str,
+    drop_retracted: bool,
+    opts: Options | None = None,
+) -> dict:
     """Select and fetch one batch into ``out``; return the selection counts."""
     if not 0 <= batch < batches:
         raise PipelineError(f"--batch {batch}: must lie in 0..{batches - 1}")
@@ -165,11 +173,20 @@ def fetch_batch(inventory: str | Path, base: str, batch: int, batches: int, out:
             target = work / name
             digest = m.group(1).lower() if m else None
             if not (target.is_file() and digest is not None and file_digest(target, "md5") == digest):
-                fetch(https_url(base, meta["xml_url"]), target, algo="md5" if digest else None, digest=digest,
-                      opts=opts)
+                fetch(
+                    https_url(base, meta["xml_url"]), target, algo="md5" if digest else None, digest=digest, opts=opts
+                )
             counts["fetched"] += 1
-            rows.append([name, a.pmcid, str(a.version), str(meta.get("pmid") or ""),
-                         str(meta.get("license_code") or ""), "yes" if retracted else "no"])
+            rows.append(
+                [
+                    name,
+                    a.pmcid,
+                    str(a.version),
+                    str(meta.get("pmid") or ""),
+                    str(meta.get("license_code") or ""),
+                    "yes" if retracted else "no",
+                ]
+            )
     write_json(work / "selection.json", counts)
     with atomic_file(out.with_name(out.name + ".filelist.csv")) as tmp:
         with open(tmp, "w", newline="", encoding="utf-8") as fh:
@@ -196,18 +213,38 @@ def main(argv: Sequence[str] | None = None) -> None:
     settings = load_parse(args.settings)
     if settings.type != "pmc":
         raise PipelineError(f"{args.settings}: the cloud layout applies to pmc corpora, not {settings.type}")
-    counts = fetch_batch(args.inventory, args.url, args.batch, args.batches, args.out,
-                         settings.clean.pmc.licence, settings.clean.drop_retracted,
-                         Options(retries=max(0, args.retries)))
-    log.info("batch %d of %d: %d articles fetched; left out %s", args.batch, args.batches, counts["fetched"],
-             json.dumps({k: v for k, v in counts["dropped"].items() if v}))
+    counts = fetch_batch(
+        args.inventory,
+        args.url,
+        args.batch,
+        args.batches,
+        args.out,
+        settings.clean.pmc.licence,
+        settings.clean.drop_retracted,
+        Options(retries=max(0, args.retries)),
+    )
+    log.info(
+        "batch %d of %d: %d articles fetched; left out %s",
+        args.batch,
+        args.batches,
+        counts["fetched"],
+        json.dumps({k: v for k, v in counts["dropped"].items() if v}),
+    )
     out = Path(args.out)
     filelist = out.with_name(out.name + ".filelist.csv")
     provenance.record(
-        out, step="download.pmc_cloud", inputs={"inventory": args.inventory, "settings": args.settings},
-        params={"url": provenance.scrub(args.url), "batch": args.batch, "batches": args.batches,
-                "licence": settings.clean.pmc.licence, "drop_retracted": settings.clean.drop_retracted},
-        outputs=sorted(out.glob("*.xml")) + [out / "selection.json", filelist], started=started,
+        out,
+        step="download.pmc_cloud",
+        inputs={"inventory": args.inventory, "settings": args.settings},
+        params={
+            "url": provenance.scrub(args.url),
+            "batch": args.batch,
+            "batches": args.batches,
+            "licence": settings.clean.pmc.licence,
+            "drop_retracted": settings.clean.drop_retracted,
+        },
+        outputs=sorted(out.glob("*.xml")) + [out / "selection.json", filelist],
+        started=started,
         extra={"selection": counts},
     )
 

@@ -29,9 +29,9 @@ import time
 import urllib.error
 import urllib.request
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from .. import provenance
@@ -188,13 +188,14 @@ def fetch_text(url: str, opts: Options) -> str:
 def _sleep(attempt: int, opts: Options, why: str) -> None:
     if attempt >= opts.retries:
         return
-    delay = min(opts.backoff * (2 ** attempt), opts.max_backoff)
+    delay = min(opts.backoff * (2**attempt), opts.max_backoff)
     log.warning("%s; retrying in %.1f s (attempt %d of %d)", why, delay, attempt + 2, opts.retries + 1)
     time.sleep(delay)
 
 
-def fetch(url: str, out: str | Path, *, algo: str | None = None, digest: str | None = None,
-          opts: Options | None = None) -> dict:
+def fetch(
+    url: str, out: str | Path, *, algo: str | None = None, digest: str | None = None, opts: Options | None = None
+) -> dict:
     """Download ``url`` to ``out``; verify ``digest`` (md5/sha256 hex) and gzip integrity."""
     opts = opts or Options()
     out = Path(out)
@@ -262,7 +263,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not args.url:
         where = (
             f"then set {args.local_dir_key} in config.yaml to the folder holding your copy"
-            if args.local_dir_key else "give its url, or a local directory holding it, in the config"
+            if args.local_dir_key
+            else "give its url, or a local directory holding it, in the config"
         )
         raise PipelineError(
             f"{args.out}: no download source is configured for this {'folder' if args.directory else 'file'}. "
@@ -272,8 +274,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     if args.directory:
         if urlsplit(args.url).scheme not in ("file", ""):
             raise PipelineError(f"{provenance.scrub(args.url)}: a folder source must be a local path")
-        copy_tree(local_path(args.url), Path(args.out), shown=provenance.scrub(args.url),
-                  restricted=args.restricted, started=started)
+        copy_tree(
+            local_path(args.url),
+            Path(args.out),
+            shown=provenance.scrub(args.url),
+            restricted=args.restricted,
+            started=started,
+        )
         return
     opts = Options(retries=max(0, args.retries), backoff=args.backoff, timeout=args.timeout)
     out = Path(args.out)
@@ -298,14 +305,26 @@ def main(argv: Sequence[str] | None = None) -> None:
         log.warning(
             "%s: no checksum was given; its sha256 is %s (recorded in its provenance). Pin it so a "
             "changed or corrupted file is noticed: %s: %s",
-            out, got, args.sha256_key or "the source's sha256 setting", got,
+            out,
+            got,
+            args.sha256_key or "the source's sha256 setting",
+            got,
         )
     provenance.record(
-        out, step="download.fetch", inputs={},
-        params={"url": provenance.scrub(split_credentials(args.url)[0]),
-                "checksum_url": provenance.scrub(split_credentials(checksum_url)[0]) if checksum_url else None,
-                "algorithm": algo, "expected": digest, "bytes": result["bytes"], "attempts": result["attempts"]},
-        outputs=[out], restricted=args.restricted, started=started,
+        out,
+        step="download.fetch",
+        inputs={},
+        params={
+            "url": provenance.scrub(split_credentials(args.url)[0]),
+            "checksum_url": provenance.scrub(split_credentials(checksum_url)[0]) if checksum_url else None,
+            "algorithm": algo,
+            "expected": digest,
+            "bytes": result["bytes"],
+            "attempts": result["attempts"],
+        },
+        outputs=[out],
+        restricted=args.restricted,
+        started=started,
     )
 
 

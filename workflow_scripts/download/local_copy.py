@@ -25,7 +25,7 @@ def tree_digest(files: list[dict]) -> str:
     """sha256 over the sorted (path, sha256) pairs: equal for equal trees, wherever they lie."""
     h = hashlib.sha256()
     for f in sorted(files, key=lambda f: f["path"]):
-        h.update(f"{f['path']}\0{f['sha256']}\n".encode("utf-8"))
+        h.update(f"{f['path']}\0{f['sha256']}\n".encode())
     return h.hexdigest()
 
 
@@ -45,13 +45,24 @@ def copy_tree(src: Path, out: Path, *, shown: str, restricted: bool, started: st
             dest = tmp / rel
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(p, dest)
-            listed.append({"path": rel.as_posix(), "sha256": provenance.sha256_file(dest), "bytes": dest.stat().st_size})
+            listed.append(
+                {"path": rel.as_posix(), "sha256": provenance.sha256_file(dest), "bytes": dest.stat().st_size}
+            )
         total = sum(f["bytes"] for f in listed)
         provenance.record(
-            tmp, step="download.fetch", inputs={},
-            params={"url": shown, "directory": True, "files": len(listed), "bytes": total,
-                    "tree_sha256": tree_digest(listed)},
-            restricted=restricted, started=started, extra={"files": listed},
+            tmp,
+            step="download.fetch",
+            inputs={},
+            params={
+                "url": shown,
+                "directory": True,
+                "files": len(listed),
+                "bytes": total,
+                "tree_sha256": tree_digest(listed),
+            },
+            restricted=restricted,
+            started=started,
+            extra={"files": listed},
             path=tmp / provenance.FILENAME,
         )
     log.info("%s: %d files, %d bytes copied", out, len(listed), total)

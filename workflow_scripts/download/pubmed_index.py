@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import logging
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from .. import provenance
 from ..atomic import write_text
@@ -46,13 +46,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     html = fetch_text(args.url, Options(retries=max(0, args.retries)))
     names = parse_index(html, args.year)
     if not names:
-        raise PipelineError(f"{provenance.scrub(args.url)}: no pubmedYYnNNNN.xml.gz files listed"
-                            + (f" for year {args.year}" if args.year else "") + "; check the URL and release")
+        raise PipelineError(
+            f"{provenance.scrub(args.url)}: no pubmedYYnNNNN.xml.gz files listed"
+            + (f" for year {args.year}" if args.year else "")
+            + "; check the URL and release"
+        )
     write_text(args.out, "".join(n + "\n" for n in names))
     log.info("%s: %d files", args.out, len(names))
-    provenance.record(args.out, step="download.pubmed_index", inputs={},
-                      params={"url": provenance.scrub(args.url), "year": args.year, "files": len(names)},
-                      outputs=[args.out], started=started)
+    provenance.record(
+        args.out,
+        step="download.pubmed_index",
+        inputs={},
+        params={"url": provenance.scrub(args.url), "year": args.year, "files": len(names)},
+        outputs=[args.out],
+        started=started,
+    )
 
 
 if __name__ == "__main__":

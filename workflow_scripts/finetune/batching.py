@@ -19,9 +19,9 @@ def train_batches(lengths: list[int], batch_size: int, rng: np.random.Generator,
     if group:
         chunk = batch_size * 50
         order = np.concatenate(
-            [sorted(order[i:i + chunk], key=lambda k: -lengths[k]) for i in range(0, len(order), chunk)]
+            [sorted(order[i : i + chunk], key=lambda k: -lengths[k]) for i in range(0, len(order), chunk)]
         )
-    out = [order[i:i + batch_size].tolist() for i in range(0, len(order), batch_size)]
+    out = [order[i : i + batch_size].tolist() for i in range(0, len(order), batch_size)]
     if group:
         out = [out[i] for i in rng.permutation(len(out))]
     return out
@@ -29,7 +29,7 @@ def train_batches(lengths: list[int], batch_size: int, rng: np.random.Generator,
 
 def eval_batches(lengths: list[int], batch_size: int) -> list[list[int]]:
     order = sorted(range(len(lengths)), key=lambda k: -lengths[k])
-    return [order[i:i + batch_size] for i in range(0, len(order), batch_size)]
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
 
 
 def collate(features: list[dict[str, Any]], pad_id: int, task_type: str, device) -> dict[str, torch.Tensor]:

@@ -46,9 +46,7 @@ def read_split(path: Path, task_type: str) -> list[dict[str, Any]]:
             if not isinstance(row[key], tp) or isinstance(row[key], bool):
                 raise PipelineError(f"{path}:{lineno}: field {key!r} has the wrong type")
         if task_type in ("ner", "pico") and len(row["tokens"]) != len(row["tags"]):
-            raise PipelineError(
-                f"{path}:{lineno}: {len(row['tokens'])} tokens but {len(row['tags'])} tags"
-            )
+            raise PipelineError(f"{path}:{lineno}: {len(row['tokens'])} tokens but {len(row['tags'])} tags")
         rows.append(row)
     if not rows:
         raise PipelineError(f"{path}: no examples; the split is empty")
@@ -61,9 +59,7 @@ def read_splits(directory: Path, task_type: str) -> dict[str, list[dict[str, Any
 
 def gold(rows: list[dict[str, Any]], task_type: str) -> list[Any]:
     """Gold values in the form metrics.compute expects for this task type."""
-    key = {"ner": "tags", "pico": "tags", "similarity": "score", "doc_classification": "labels"}.get(
-        task_type, "label"
-    )
+    key = {"ner": "tags", "pico": "tags", "similarity": "score", "doc_classification": "labels"}.get(task_type, "label")
     if task_type == "similarity":
         return [float(r[key]) for r in rows]
     return [r[key] for r in rows]

@@ -10,18 +10,23 @@ from . import tagging
 from .features import Encoding
 
 
-def decode(outputs: list[torch.Tensor], features: list[dict[str, Any]], rows: list[dict[str, Any]],
-           enc: Encoding, threshold: float) -> list[Any]:
+def decode(
+    outputs: list[torch.Tensor],
+    features: list[dict[str, Any]],
+    rows: list[dict[str, Any]],
+    enc: Encoding,
+    threshold: float,
+) -> list[Any]:
     """``outputs[i]`` holds the logits of ``features[i]`` (unpadded for tagging)."""
     if enc.task_type in ("ner", "pico"):
         return _decode_tags(outputs, features, rows, enc)
     preds: list[Any] = [None] * len(rows)
-    for logits, feat in zip(outputs, features):
+    for logits, feat in zip(outputs, features, strict=True):
         if enc.task_type == "similarity":
             value: Any = float(logits.reshape(-1)[0])
         elif enc.task_type == "doc_classification":
             on = torch.sigmoid(logits.float()) > threshold
-            value = [label for label, flag in zip(enc.labels, on.tolist()) if flag]
+            value = [label for label, flag in zip(enc.labels, on.tolist(), strict=True) if flag]
         else:
             value = enc.labels[int(logits.argmax())]
         preds[feat["example"]] = value
@@ -30,7 +35,7 @@ def decode(outputs: list[torch.Tensor], features: list[dict[str, Any]], rows: li
 
 def _decode_tags(outputs, features, rows, enc: Encoding) -> list[list[str]]:
     preds: list[list[str | None]] = [[None] * len(r["tokens"]) for r in rows]
-    for logits, feat in zip(outputs, features):
+    for logits, feat in zip(outputs, features, strict=True):
         best = logits.argmax(-1).tolist()
         for word, pos in feat["words"]:
             preds[feat["example"]][word] = enc.labels[best[pos]]

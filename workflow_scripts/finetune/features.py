@@ -30,9 +30,9 @@ class Encoding:
     """How examples become features for one task and one tokenizer."""
 
     task_type: str
-    labels: list[str]          # labels as trained (tags in the training scheme for NER)
+    labels: list[str]  # labels as trained (tags in the training scheme for NER)
     max_length: int
-    scheme: str = "plain"      # ner: bio | io | bioul; pico: plain
+    scheme: str = "plain"  # ner: bio | io | bioul; pico: plain
     label_all_subtokens: bool = False
     window_context: int = 16
     re_input: str = "dummify"
@@ -79,7 +79,7 @@ def _word_pieces(tokenizer, rows) -> dict[str, list[int]]:
     prefix = _word_prefix(tokenizer)
     ids = tokenizer([prefix + w for w in words], add_special_tokens=False)["input_ids"] if words else []
     unk = tokenizer.unk_token_id if tokenizer.unk_token_id is not None else 0
-    return {w: (p or [unk]) for w, p in zip(words, ids)}
+    return {w: (p or [unk]) for w, p in zip(words, ids, strict=True)}
 
 
 def windows(lengths: list[int], budget: int, context: int) -> list[tuple[int, int, int, int]]:
@@ -100,10 +100,10 @@ def windows(lengths: list[int], budget: int, context: int) -> list[tuple[int, in
             used += min(lengths[j], budget)
             j += 1
         start, end = i, j
-        while start > 0 and used + lengths[start - 1] <= budget and sum(lengths[start - 1:i]) <= context:
+        while start > 0 and used + lengths[start - 1] <= budget and sum(lengths[start - 1 : i]) <= context:
             start -= 1
             used += lengths[start]
-        while end < len(lengths) and used + lengths[end] <= budget and sum(lengths[j:end + 1]) <= context:
+        while end < len(lengths) and used + lengths[end] <= budget and sum(lengths[j : end + 1]) <= context:
             used += lengths[end]
             end += 1
         out.append((start, i, j, end))

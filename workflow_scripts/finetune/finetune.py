@@ -17,29 +17,36 @@ import dataclasses
 import json
 import logging
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 
 from .. import optim, provenance
 from ..atomic import write_json, write_jsonl, write_yaml
 from ..cli import run
-from ..typed import to_dict
 from ..errors import PipelineError
 from ..tasks.metrics import compute, compute_all, metric_names, test_section
+from ..typed import to_dict
 from . import cache, data, heads, tagging
 from .decode import decode
 from .features import MARKERS, Encoding, encode, needs_markers
-from .settings import FinetuneRunSettings, FinetuneSettings, GridSettings, load
 from .loop import Fit, Schedule, fit, predict, selection_value
+from .settings import FinetuneRunSettings, FinetuneSettings, GridSettings, load
 
 log = logging.getLogger(__name__)
 
 
 # Files one of which holds a tokenizer's vocabulary; without them AutoTokenizer may build an empty one.
-TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model",
-                   "tokenizer.model")
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "vocab.txt",
+    "vocab.json",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+    "tokenizer.model",
+)
 
 
 def load_tokenizer(model: str):
@@ -76,9 +83,14 @@ def encoding_for(settings: FinetuneRunSettings, labels: list[str], tokenizer, mo
         scheme = cfg.tagging
         labels = tagging.scheme_labels(labels, scheme)
     return Encoding(
-        task_type=task.type, labels=labels, max_length=max_length, scheme=scheme,
-        label_all_subtokens=cfg.label_all_subtokens, window_context=cfg.window_context,
-        re_input=cfg.re_input, pooling=cfg.pooling,
+        task_type=task.type,
+        labels=labels,
+        max_length=max_length,
+        scheme=scheme,
+        label_all_subtokens=cfg.label_all_subtokens,
+        window_context=cfg.window_context,
+        re_input=cfg.re_input,
+        pooling=cfg.pooling,
     )
 
 
@@ -88,8 +100,7 @@ def candidates(cfg: FinetuneSettings) -> list[FinetuneSettings]:
         return [cfg]
     lrs = cfg.grid.lr or [cfg.lr]
     sizes = cfg.grid.batch_size or [cfg.batch_size]
-    return [dataclasses.replace(cfg, lr=lr, batch_size=bs, grid=GridSettings())
-            for lr in lrs for bs in sizes]
+    return [dataclasses.replace(cfg, lr=lr, batch_size=bs, grid=GridSettings()) for lr in lrs for bs in sizes]
 
 
 def fixed_steps(cfg: FinetuneSettings, path: Path) -> tuple[FinetuneSettings, Schedule]:
@@ -105,8 +116,12 @@ def fixed_steps(cfg: FinetuneSettings, path: Path) -> tuple[FinetuneSettings, Sc
             "rerun the selection fold"
         ) from exc
     cfg = dataclasses.replace(
-        cfg, lr=float(hyper["lr"]), batch_size=int(hyper["batch_size"]), grid=GridSettings(),
-        eval_every=steps, patience=0,
+        cfg,
+        lr=float(hyper["lr"]),
+        batch_size=int(hyper["batch_size"]),
+        grid=GridSettings(),
+        eval_every=steps,
+        patience=0,
     )
     return cfg, Schedule(total=total, stop=steps)
 
@@ -119,9 +134,19 @@ def device_for(cfg: FinetuneSettings) -> torch.device:
     return torch.device("cuda")
 
 
-def choose(trials: list[FinetuneSettings], evaluate, train: list[dict[str, Any]], enc: Encoding,
-           model_path: str, task_type: str, seed: int, pad_id: int, vocab_size: int, device,
-           schedule: Schedule | None = None):
+def choose(
+    trials: list[FinetuneSettings],
+    evaluate,
+    train: list[dict[str, Any]],
+    enc: Encoding,
+    model_path: str,
+    task_type: str,
+    seed: int,
+    pad_id: int,
+    vocab_size: int,
+    device,
+    schedule: Schedule | None = None,
+):
     """Train each hyper-parameter setting from the same seed; keep the one best on dev (the
     earliest on ties) with its best dev state loaded."""
     best: tuple[FinetuneSettings, Fit, Any] | None = None
@@ -132,8 +157,14 @@ def choose(trials: list[FinetuneSettings], evaluate, train: list[dict[str, Any]]
         model.to(device)
         label = f"finetune lr={trial.lr:g} batch={trial.batch_size}"
         result = fit(model, train, task_type, evaluate, trial, seed, pad_id, device, label=label, schedule=schedule)
-        grid.append({"lr": trial.lr, "batch_size": trial.batch_size, "best_step": result.best_step,
-                     "dev_score": result.dev.get("score")})
+        grid.append(
+            {
+                "lr": trial.lr,
+                "batch_size": trial.batch_size,
+                "best_step": result.best_step,
+                "dev_score": result.dev.get("score"),
+            }
+        )
         if best is None or selection_value(result.dev) > selection_value(best[1].dev):
             best = (trial, result, model)
     assert best is not None
@@ -142,8 +173,16 @@ def choose(trials: list[FinetuneSettings], evaluate, train: list[dict[str, Any]]
     return trial, result, model, grid
 
 
-def finetune(settings: FinetuneRunSettings, model_path: str, task_dir: Path, fold: int, seed: int, out: Path,
-             cache_dir: Path | None = None, steps_from: Path | None = None) -> dict[str, Any]:
+def finetune(
+    settings: FinetuneRunSettings,
+    model_path: str,
+    task_dir: Path,
+    fold: int,
+    seed: int,
+    out: Path,
+    cache_dir: Path | None = None,
+    steps_from: Path | None = None,
+) -> dict[str, Any]:
     started_at, started = provenance.now(), time.perf_counter()
     task, cfg = settings.task, settings.finetune
     schedule = None
@@ -169,15 +208,25 @@ def finetune(settings: FinetuneRunSettings, model_path: str, task_dir: Path, fol
         log.info("%s: %d", key.replace("_", " "), n)
     device = device_for(cfg)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    log.info("%s on %s fold %d seed %d: %s examples, %s features, device %s", model_path, task.name,
-             fold, seed, {k: len(v) for k, v in splits.items()}, {k: len(v) for k, v in features.items()},
-             device)
+    log.info(
+        "%s on %s fold %d seed %d: %s examples, %s features, device %s",
+        model_path,
+        task.name,
+        fold,
+        seed,
+        {k: len(v) for k, v in splits.items()},
+        {k: len(v) for k, v in features.items()},
+        device,
+    )
 
     names = metric_names(task.metric)
 
     def scoring(split: str) -> dict[str, Any]:
-        return {"labels": labels or None, "negative_label": task.negative_label,
-                "ids": [r["id"] for r in splits[split]]}
+        return {
+            "labels": labels or None,
+            "negative_label": task.negative_label,
+            "ids": [r["id"] for r in splits[split]],
+        }
 
     def score(model, split: str) -> dict[str, float]:
         outputs = predict(model, features[split], task.type, pad_id, cfg, device)
@@ -185,27 +234,52 @@ def finetune(settings: FinetuneRunSettings, model_path: str, task_dir: Path, fol
         return compute(names[0], data.gold(splits[split], task.type), preds, **scoring(split))
 
     trial, result, chosen_model, grid = choose(
-        candidates(cfg), lambda m: score(m, "dev"), features["train"], enc, model_path, task.type,
-        seed, pad_id, len(tokenizer), device, schedule,
+        candidates(cfg),
+        lambda m: score(m, "dev"),
+        features["train"],
+        enc,
+        model_path,
+        task.type,
+        seed,
+        pad_id,
+        len(tokenizer),
+        device,
+        schedule,
     )
     # The test split is read by nothing above: it is scored here once, with the chosen state.
     outputs = predict(chosen_model, features["test"], task.type, pad_id, trial, device)
     test_preds = decode(outputs, features["test"], splits["test"], enc, trial.threshold)
     test_gold = data.gold(splits["test"], task.type)
     test = test_section(compute_all(names, test_gold, test_preds, **scoring("test")))
-    log.info("%s fold %d seed %d: dev %.4f at step %d, test %.4f", task.name, fold, seed,
-             result.dev.get("score", float("nan")), result.best_step, test["score"])
+    log.info(
+        "%s fold %d seed %d: dev %.4f at step %d, test %.4f",
+        task.name,
+        fold,
+        seed,
+        result.dev.get("score", float("nan")),
+        result.best_step,
+        test["score"],
+    )
 
     restricted = settings.model.restricted or task.restricted
     metrics = {
-        "model": settings.model.name, "task": task.name, "fold": fold, "seed": seed,
-        "metric": task.metric, "metrics": names, "dev": result.dev, "test": test,
-        "best_step": result.best_step, "steps": result.steps, "schedule_steps": result.schedule_steps,
+        "model": settings.model.name,
+        "task": task.name,
+        "fold": fold,
+        "seed": seed,
+        "metric": task.metric,
+        "metrics": names,
+        "dev": result.dev,
+        "test": test,
+        "best_step": result.best_step,
+        "steps": result.steps,
+        "schedule_steps": result.schedule_steps,
         "restricted": restricted,
         "runtime_s": round(time.perf_counter() - started, 3),
         "hyper": {"lr": trial.lr, "batch_size": trial.batch_size},
         "selection": "steps fixed by " + str(steps_from) if steps_from else "best dev score",
-        "grid": grid, "history": result.history,
+        "grid": grid,
+        "history": result.history,
         "examples": {k: len(v) for k, v in splits.items()},
         "features": {k: len(v) for k, v in features.items()},
         "encoding": {"max_length": enc.max_length, "scheme": enc.scheme, **enc.stats},
@@ -215,8 +289,9 @@ def finetune(settings: FinetuneRunSettings, model_path: str, task_dir: Path, fol
     out.mkdir(parents=True, exist_ok=True)
     # provenance.json marks a finished run: an old one must not vouch for half-replaced files
     (out / provenance.FILENAME).unlink(missing_ok=True)
-    predictions = [{"id": r["id"], "gold": g, "pred": p}
-                   for r, g, p in zip(splits["test"], test_gold, test_preds)]
+    predictions = [
+        {"id": r["id"], "gold": g, "pred": p} for r, g, p in zip(splits["test"], test_gold, test_preds, strict=True)
+    ]
     write_jsonl(out / "predictions.jsonl", predictions)
     resolved = to_dict(dataclasses.replace(settings, finetune=cfg))
     write_yaml(out / "config.yaml", resolved)
@@ -225,7 +300,12 @@ def finetune(settings: FinetuneRunSettings, model_path: str, task_dir: Path, fol
     if steps_from is not None:
         inputs["selection"] = str(steps_from)
     provenance.record(
-        out, step="finetune", inputs=inputs, params=resolved, seed=seed, restricted=restricted,
+        out,
+        step="finetune",
+        inputs=inputs,
+        params=resolved,
+        seed=seed,
+        restricted=restricted,
         started=started_at,
         outputs=[out / "metrics.json", out / "predictions.jsonl", out / "config.yaml"],
     )
@@ -243,8 +323,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, required=True, help="random seed of this run")
     parser.add_argument("--out", required=True, type=Path, help="results/finetune/{model}/{task}/fold~{f}/seed~{s}")
     parser.add_argument("--cache-dir", type=Path, default=None, help="cache of tokenised features")
-    parser.add_argument("--steps-from", type=Path, default=None,
-                        help="metrics.json of the selection fold: train exactly its chosen steps")
+    parser.add_argument(
+        "--steps-from",
+        type=Path,
+        default=None,
+        help="metrics.json of the selection fold: train exactly its chosen steps",
+    )
     args = parser.parse_args(argv)
     settings = load(args.settings)
     finetune(settings, args.model, args.task_dir, args.fold, args.seed, args.out, args.cache_dir, args.steps_from)

@@ -129,9 +129,7 @@ def forward(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
 def loss(logits: torch.Tensor, batch: dict[str, torch.Tensor], task_type: str) -> torch.Tensor:
     kind = problem_type(task_type)
     if kind == "token":
-        return nn.functional.cross_entropy(
-            logits.flatten(0, 1).float(), batch["labels"].flatten(), ignore_index=-100
-        )
+        return nn.functional.cross_entropy(logits.flatten(0, 1).float(), batch["labels"].flatten(), ignore_index=-100)
     if kind == "multi_label_classification":
         return nn.functional.binary_cross_entropy_with_logits(logits.float(), batch["labels"])
     if kind == "regression":

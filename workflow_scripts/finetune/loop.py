@@ -7,8 +7,9 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
@@ -69,9 +70,18 @@ def planned_steps(n_train: int, cfg: FinetuneSettings) -> int:
     return total if cfg.max_steps is None else min(total, cfg.max_steps)
 
 
-def fit(model, train, task_type: str, evaluate: Callable[[Any], dict[str, float]], cfg: FinetuneSettings,
-        seed: int, pad_id: int, device: torch.device, label: str = "finetune",
-        schedule: Schedule | None = None) -> Fit:
+def fit(
+    model,
+    train,
+    task_type: str,
+    evaluate: Callable[[Any], dict[str, float]],
+    cfg: FinetuneSettings,
+    seed: int,
+    pad_id: int,
+    device: torch.device,
+    label: str = "finetune",
+    schedule: Schedule | None = None,
+) -> Fit:
     """Train ``model`` on ``train`` features; ``evaluate(model)`` scores dev and returns metrics.
     ``schedule`` replaces the run's own (its planned steps, trained to the end)."""
     rng = np.random.default_rng(seed)
@@ -81,8 +91,14 @@ def fit(model, train, task_type: str, evaluate: Callable[[Any], dict[str, float]
     total = schedule.stop
     every = cfg.eval_every or per_epoch
     update = optim.updater(
-        model, lr=cfg.lr, weight_decay=cfg.weight_decay, eps=cfg.adam_epsilon, total_steps=schedule.total,
-        warmup_ratio=cfg.warmup_ratio, precision=cfg.precision, device=device,
+        model,
+        lr=cfg.lr,
+        weight_decay=cfg.weight_decay,
+        eps=cfg.adam_epsilon,
+        total_steps=schedule.total,
+        warmup_ratio=cfg.warmup_ratio,
+        precision=cfg.precision,
+        device=device,
     )
 
     best = Fit(state={}, best_step=0, dev={}, steps=0, schedule_steps=schedule.total)
@@ -109,8 +125,15 @@ def fit(model, train, task_type: str, evaluate: Callable[[Any], dict[str, float]
                 running = []
                 best.history.append({"step": step, "loss": loss, "lr": update.scheduler.get_last_lr()[0], "dev": dev})
                 improved = selection_value(dev) > best_value
-                log.info("%s step %d/%d: loss %.4f, dev score %.4f%s", label, step, total, loss,
-                         dev.get("score", float("nan")), " (best)" if improved else "")
+                log.info(
+                    "%s step %d/%d: loss %.4f, dev score %.4f%s",
+                    label,
+                    step,
+                    total,
+                    loss,
+                    dev.get("score", float("nan")),
+                    " (best)" if improved else "",
+                )
                 bar.set_postfix_str(f"loss {loss:.4f} dev {dev.get('score', float('nan')):.4f}")
                 if improved or not best.state:
                     best_value = selection_value(dev)
@@ -120,8 +143,7 @@ def fit(model, train, task_type: str, evaluate: Callable[[Any], dict[str, float]
                 else:
                     stale += 1
                 if cfg.patience and stale >= cfg.patience:
-                    log.info("%s: early stop at step %d, no dev improvement in %d evaluations",
-                             label, step, stale)
+                    log.info("%s: early stop at step %d, no dev improvement in %d evaluations", label, step, stale)
                     stop = True
                 eval_seconds += time.perf_counter() - tick
             if stop or step >= total:

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Optional, Union
+from typing import Literal
 
-from ..typed import load_settings
 from ..errors import PipelineError
+from ..typed import load_settings
 
 
 @dataclass
 class GridSettings:
-    lr: list[float] = field(
-        default_factory=list, metadata={"help": "learning rates to try (empty = the run's lr)"}
-    )
+    lr: list[float] = field(default_factory=list, metadata={"help": "learning rates to try (empty = the run's lr)"})
     batch_size: list[int] = field(
         default_factory=list, metadata={"help": "batch sizes to try (empty = the run's batch_size)"}
     )
@@ -32,12 +30,8 @@ class FinetuneSettings:
     batch_size: int = field(default=32, metadata={"help": "training examples (or windows) per step"})
     eval_batch_size: int = field(default=64, metadata={"help": "examples per batch when scoring"})
     epochs: int = field(default=3, metadata={"help": "passes over the training data"})
-    max_steps: Optional[int] = field(
-        default=None, metadata={"help": "cap on optimiser steps (null = epochs decide)"}
-    )
-    eval_every: int = field(
-        default=0, metadata={"help": "score dev every N steps; 0 = once per epoch"}
-    )
+    max_steps: int | None = field(default=None, metadata={"help": "cap on optimiser steps (null = epochs decide)"})
+    eval_every: int = field(default=0, metadata={"help": "score dev every N steps; 0 = once per epoch"})
     patience: int = field(
         default=0,
         metadata={"help": "stop after this many dev evaluations without improvement; 0 = never"},
@@ -49,13 +43,9 @@ class FinetuneSettings:
         default=0.01, metadata={"help": "AdamW weight decay (not applied to biases and LayerNorm)"}
     )
     adam_epsilon: float = field(default=1e-8, metadata={"help": "AdamW epsilon"})
-    dropout: float = field(
-        default=0.1, metadata={"help": "dropout of the encoder and the task head"}
-    )
-    grad_clip: float = field(
-        default=1.0, metadata={"help": "clip the gradient norm to this value; 0 = no clipping"}
-    )
-    max_length: Optional[int] = field(
+    dropout: float = field(default=0.1, metadata={"help": "dropout of the encoder and the task head"})
+    grad_clip: float = field(default=1.0, metadata={"help": "clip the gradient norm to this value; 0 = no clipping"})
+    max_length: int | None = field(
         default=None, metadata={"help": "maximum sequence length in tokens (null = the task's)"}
     )
     tagging: Literal["bio", "io", "bioul"] = field(
@@ -81,9 +71,7 @@ class FinetuneSettings:
             "markers with re_input: markers), or max pooling over each entity's tokens"
         },
     )
-    threshold: float = field(
-        default=0.5, metadata={"help": "multi-label decision threshold on sigmoid outputs"}
-    )
+    threshold: float = field(default=0.5, metadata={"help": "multi-label decision threshold on sigmoid outputs"})
     group_by_length: bool = field(
         default=True,
         metadata={"help": "batch examples of similar length together (less padding)"},
@@ -92,9 +80,7 @@ class FinetuneSettings:
         default_factory=GridSettings,
         metadata={"help": "hyper-parameter grid (lr x batch_size), the best chosen on dev; empty = none"},
     )
-    num_threads: int = field(
-        default=1, metadata={"help": "CPU threads of torch (many runs share a node)"}
-    )
+    num_threads: int = field(default=1, metadata={"help": "CPU threads of torch (many runs share a node)"})
     device: Literal["auto", "cpu", "cuda"] = field(
         default="auto", metadata={"help": "where to train; auto = cuda when available"}
     )
@@ -104,8 +90,12 @@ class FinetuneSettings:
 
     def validate(self, where: str) -> None:
         positive = {
-            "lr": self.lr, "batch_size": self.batch_size, "eval_batch_size": self.eval_batch_size,
-            "epochs": self.epochs, "num_threads": self.num_threads, "adam_epsilon": self.adam_epsilon,
+            "lr": self.lr,
+            "batch_size": self.batch_size,
+            "eval_batch_size": self.eval_batch_size,
+            "epochs": self.epochs,
+            "num_threads": self.num_threads,
+            "adam_epsilon": self.adam_epsilon,
         }
         for key, value in positive.items():
             if value <= 0:
@@ -141,11 +131,11 @@ class FinetuneTask:
     type: Literal["ner", "pico", "relation", "similarity", "doc_classification", "qa", "nli"] = field(
         metadata={"help": "task type; decides the model head and the decoding"}
     )
-    metric: Union[str, dict[str, str]] = field(
+    metric: str | dict[str, str] = field(
         metadata={"help": "metric name, or one per benchmark; dev selection maximises the first"}
     )
     labels: list[str] = field(default_factory=list, metadata={"help": "label set (empty: taken from the data)"})
-    negative_label: Optional[str] = field(default=None, metadata={"help": "the 'no relation' class of micro-F1"})
+    negative_label: str | None = field(default=None, metadata={"help": "the 'no relation' class of micro-F1"})
     folds: int = field(default=0, metadata={"help": "0 = fixed train/dev/test; k = k cross-validation folds"})
     restricted: bool = field(default=False, metadata={"help": "credentialed data (i2b2, MedNLI)"})
 

@@ -10,8 +10,9 @@ from ..tokenizer import Specials
 from .format import SPECIAL
 
 
-def cut_blocks(ids: np.ndarray, flags: np.ndarray, seq_len: int, specials: Specials,
-               dtype) -> tuple[np.ndarray, np.ndarray, int]:
+def cut_blocks(
+    ids: np.ndarray, flags: np.ndarray, seq_len: int, specials: Specials, dtype
+) -> tuple[np.ndarray, np.ndarray, int]:
     """Whole blocks of the stream (tokens, flags) and how many stream tokens they used."""
     content = seq_len - 2
     n = len(ids) // content

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from ..atomic import write_json
 from ..errors import PipelineError
@@ -38,7 +38,8 @@ def build_index(corpus: str, shard_dirs: Sequence[str | os.PathLike], out: str |
                     f"{d}/meta.json: {key} {meta.get(key)!r} differs from {metas[0][0]}'s {first.get(key)!r}"
                 )
     index = {
-        **{key: first[key] for key in SAME}, "corpus": corpus,
+        **{key: first[key] for key in SAME},
+        "corpus": corpus,
         "shards": [{"dir": os.path.relpath(d, out.parent), "key": m["key"], "blocks": m["blocks"]} for d, m in metas],
     }
     write_json(out, index)

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from ..errors import PipelineError
 from ..provenance import sha256_file
@@ -32,14 +32,16 @@ def packed_dir(root: Path, corpus: str, seq_len: int, heldout_fraction: float) -
     return root / corpus / packed_subdir(seq_len, heldout_fraction)
 
 
-def index_paths(corpus_dirs: Sequence[str | os.PathLike], seq_lens: Sequence[int], heldout_fraction: float,
-                root: Path) -> list[Path]:
+def index_paths(
+    corpus_dirs: Sequence[str | os.PathLike], seq_lens: Sequence[int], heldout_fraction: float, root: Path
+) -> list[Path]:
     lengths = dict.fromkeys(seq_lens)
     return [packed_dir(root, Path(c).name, n, heldout_fraction) / "index.json" for c in corpus_dirs for n in lengths]
 
 
-def pack_corpora(corpus_dirs: Sequence[str | os.PathLike], tokenizer, seq_lens: Sequence[int],
-                 heldout_fraction: float, root: Path) -> None:
+def pack_corpora(
+    corpus_dirs: Sequence[str | os.PathLike], tokenizer, seq_lens: Sequence[int], heldout_fraction: float, root: Path
+) -> None:
     """Pack every shard of every corpus at every length under ``root``, with an index each."""
     digest = tokenizer_digest(tokenizer)
     for corpus in map(Path, corpus_dirs):

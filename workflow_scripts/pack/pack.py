@@ -15,8 +15,8 @@ import argparse
 import json
 import logging
 import os
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -63,8 +63,9 @@ def with_separators(ids: np.ndarray, flags: np.ndarray, lengths: np.ndarray, sep
     return np.insert(ids, ends, sep), np.insert(flags, ends, SPECIAL)
 
 
-def pack_shard(shard: Path, tokenizer, seq_len: int, heldout_fraction: float, target: Path,
-               shard_sha256: str | None = None) -> dict:
+def pack_shard(
+    shard: Path, tokenizer, seq_len: int, heldout_fraction: float, target: Path, shard_sha256: str | None = None
+) -> dict:
     """Pack ``shard`` into the directory ``target`` (written atomically); return its meta.json."""
     specials = Specials.of(tokenizer, "tokenizer")
     dtype = np.uint16 if specials.vocab_size <= 65535 else np.int32
@@ -89,15 +90,26 @@ def pack_shard(shard: Path, tokenizer, seq_len: int, heldout_fraction: float, ta
         bar.close()
         blocks = {s: w.close() for s, w in writers.items()}
         meta = {
-            "version": PACK_VERSION, "key": pack_key(sha, tok_digest, seq_len, heldout_fraction),
-            "seq_len": seq_len, "dtype": np.dtype(dtype).name, "blocks": blocks,
-            "tokens": {s: w.tokens for s, w in writers.items()}, "documents": docs,
-            "heldout_fraction": heldout_fraction, "shard": {"file": shard.name, "sha256": sha},
+            "version": PACK_VERSION,
+            "key": pack_key(sha, tok_digest, seq_len, heldout_fraction),
+            "seq_len": seq_len,
+            "dtype": np.dtype(dtype).name,
+            "blocks": blocks,
+            "tokens": {s: w.tokens for s, w in writers.items()},
+            "documents": docs,
+            "heldout_fraction": heldout_fraction,
+            "shard": {"file": shard.name, "sha256": sha},
             "tokenizer": tok_digest,
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
-    log.info("packed %d documents of %s into %d train / %d held-out blocks of %d tokens",
-             docs, shard, blocks["train"], blocks["heldout"], seq_len)
+    log.info(
+        "packed %d documents of %s into %d train / %d held-out blocks of %d tokens",
+        docs,
+        shard,
+        blocks["train"],
+        blocks["heldout"],
+        seq_len,
+    )
     return meta
 
 
@@ -140,10 +152,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise PipelineError(f"{shard}: corpus shard not found; build the corpus first")
     meta = pack_shard(shard, tokenizer, args.seq_len, args.heldout_fraction, out)
     outputs = [out / "meta.json"] + [out / f"{s}.{kind}.bin" for s in SPLITS for kind in ("tokens", "flags")]
-    provenance.record(out, step="pack", inputs={"shard": shard, "tokenizer": args.tokenizer},
-                      params={"seq_len": args.seq_len, "heldout_fraction": args.heldout_fraction,
-                              "version": PACK_VERSION},
-                      outputs=outputs, started=started, extra={"key": meta["key"], "blocks": meta["blocks"]})
+    provenance.record(
+        out,
+        step="pack",
+        inputs={"shard": shard, "tokenizer": args.tokenizer},
+        params={"seq_len": args.seq_len, "heldout_fraction": args.heldout_fraction, "version": PACK_VERSION},
+        outputs=outputs,
+        started=started,
+        extra={"key": meta["key"], "blocks": meta["blocks"]},
+    )
 
 
 if __name__ == "__main__":

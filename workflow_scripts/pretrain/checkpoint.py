@@ -18,9 +18,10 @@ import random
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import torch
@@ -155,8 +156,9 @@ def _load(directory: Path, digest: str, rank: int, hint: str) -> Resumed:
         except Exception as exc:  # not a fallback: each process would fall back on its own
             raise PipelineError(f"{rng_file}: corrupt random-state file ({exc}); {hint}") from exc
     else:
-        log.warning("%s: no random state for process %d (different process count?); dropout draws will differ",
-                    directory, rank)
+        log.warning(
+            "%s: no random state for process %d (different process count?); dropout draws will differ", directory, rank
+        )
     return Resumed(int(payload["step"]), payload, directory)
 
 
@@ -181,19 +183,29 @@ def load_latest(state_dir: Path, digest: str, rank: int) -> Resumed | None:
     directory = state_dir / name
     m = _STEP_DIR.match(name)
     if not m or not (directory / "state.pt").is_file():
-        raise PipelineError(f"{marker}: names {name!r}, which is not a complete checkpoint directory; name an existing step~N directory there, or {hint}")
+        raise PipelineError(
+            f"{marker}: names {name!r}, which is not a complete checkpoint directory; name "
+            f"an existing step~N directory there, or {hint}"
+        )
     try:
         return _load(directory, digest, rank, hint)
     except _Damaged as damaged:
-        earlier = sorted((p for p in steps if int(_STEP_DIR.match(p.name).group(1)) < int(m.group(1))
-                          and (p / "state.pt").is_file()), reverse=True)
+        earlier = sorted(
+            (
+                p
+                for p in steps
+                if int(_STEP_DIR.match(p.name).group(1)) < int(m.group(1)) and (p / "state.pt").is_file()
+            ),
+            reverse=True,
+        )
         for candidate in earlier:
             try:
                 resumed = _load(candidate, digest, rank, hint)
             except _Damaged:
                 continue
-            log.warning("%s is damaged (%s); resuming from the earlier checkpoint %s instead",
-                        directory, damaged, candidate)
+            log.warning(
+                "%s is damaged (%s); resuming from the earlier checkpoint %s instead", directory, damaged, candidate
+            )
             return resumed
         raise PipelineError(f"{damaged}; name an earlier step~N directory in {marker}, or {hint}") from damaged
 

@@ -9,8 +9,8 @@ family (the flags and the held-out split are defined in workflow_scripts/pack/fo
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 

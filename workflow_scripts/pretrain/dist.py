@@ -30,7 +30,9 @@ class Dist:
     def sum(self, value: float) -> float:
         if self.world == 1:
             return value
-        t = torch.tensor([float(value)], dtype=torch.float64, device=self.device if self.device.type == "cuda" else "cpu")
+        t = torch.tensor(
+            [float(value)], dtype=torch.float64, device=self.device if self.device.type == "cuda" else "cpu"
+        )
         tdist.all_reduce(t)
         return float(t.item())
 
@@ -46,7 +48,9 @@ def _env_from_slurm() -> None:
     os.environ["WORLD_SIZE"] = os.environ["SLURM_NTASKS"]
     os.environ["LOCAL_RANK"] = os.environ.get("SLURM_LOCALID", "0")
     if "MASTER_ADDR" not in os.environ:
-        raise PipelineError("MASTER_ADDR: set it to the first node of the allocation when launching with srun (or use torchrun)")
+        raise PipelineError(
+            "MASTER_ADDR: set it to the first node of the allocation when launching with srun (or use torchrun)"
+        )
     os.environ.setdefault("MASTER_PORT", "29500")
 
 

@@ -10,8 +10,9 @@ with batch b match 1 process with batch 2b only in distribution.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -20,7 +21,7 @@ from transformers import ElectraConfig, ElectraForMaskedLM, ElectraForPreTrainin
 
 from ..errors import PipelineError
 from ..tokenizer import Specials, load_tokenizer
-from .loop import EVAL_SEED, NO_HELDOUT, Job, has_heldout, heldout_sums, heldout_summary
+from .loop import EVAL_SEED, NO_HELDOUT, Job, has_heldout, heldout_summary, heldout_sums
 from .model import check_vocab, masked_hidden, train_flops_per_token
 from .settings import ElectraSettings, PretrainSettings
 
@@ -41,22 +42,34 @@ def share_embeddings(generator: ElectraForMaskedLM, discriminator: ElectraForPre
     generator.generator_lm_head.weight = discriminator.electra.embeddings.word_embeddings.weight
 
 
-def build_electra(settings: PretrainSettings, tokenizer, max_seq_len: int) -> tuple[ElectraForPreTraining, ElectraForMaskedLM]:
+def build_electra(
+    settings: PretrainSettings, tokenizer, max_seq_len: int
+) -> tuple[ElectraForPreTraining, ElectraForMaskedLM]:
     """Freshly initialised (discriminator, generator) sized for ``tokenizer``."""
     sp = Specials.of(tokenizer, "tokenizer")
     e = settings.electra
     hidden, layers, heads, inter = settings.shape()
     gen_hidden, gen_heads, gen_inter = generator_shape(hidden, heads, inter, e.generator_size)
     common = dict(
-        vocab_size=sp.vocab_size, num_hidden_layers=layers, max_position_embeddings=max_seq_len, type_vocab_size=2,
-        hidden_dropout_prob=settings.dropout, attention_probs_dropout_prob=settings.attention_dropout,
-        pad_token_id=sp.pad, layer_norm_eps=1e-12,
+        vocab_size=sp.vocab_size,
+        num_hidden_layers=layers,
+        max_position_embeddings=max_seq_len,
+        type_vocab_size=2,
+        hidden_dropout_prob=settings.dropout,
+        attention_probs_dropout_prob=settings.attention_dropout,
+        pad_token_id=sp.pad,
+        layer_norm_eps=1e-12,
     )
     torch.manual_seed(settings.seed)
-    disc_config = ElectraConfig(embedding_size=hidden, hidden_size=hidden, num_attention_heads=heads, intermediate_size=inter, **common)
+    disc_config = ElectraConfig(
+        embedding_size=hidden, hidden_size=hidden, num_attention_heads=heads, intermediate_size=inter, **common
+    )
     gen_config = ElectraConfig(
         embedding_size=hidden if e.share_embeddings else gen_hidden,
-        hidden_size=gen_hidden, num_attention_heads=gen_heads, intermediate_size=gen_inter, **common,
+        hidden_size=gen_hidden,
+        num_attention_heads=gen_heads,
+        intermediate_size=gen_inter,
+        **common,
     )
     for config in (disc_config, gen_config):
         config._attn_implementation = settings.attention
@@ -66,11 +79,15 @@ def build_electra(settings: PretrainSettings, tokenizer, max_seq_len: int) -> tu
     return discriminator, generator
 
 
-def load_electra(ref: str, settings: PretrainSettings, where: str) -> tuple[ElectraForPreTraining, ElectraForMaskedLM, Any]:
+def load_electra(
+    ref: str, settings: PretrainSettings, where: str
+) -> tuple[ElectraForPreTraining, ElectraForMaskedLM, Any]:
     """(discriminator, generator, tokenizer) of an ELECTRA output directory, for continual pretraining."""
     path = Path(ref)
     if not path.is_dir():
-        raise PipelineError(f"{ref}: {where} must be a local ELECTRA output directory (discriminator with a {GENERATOR_DIR}/ subfolder)")
+        raise PipelineError(
+            f"{ref}: {where} must be a local ELECTRA output directory (discriminator with a {GENERATOR_DIR}/ subfolder)"
+        )
     if not (path / GENERATOR_DIR / "config.json").is_file():
         raise PipelineError(
             f"{ref}: no {GENERATOR_DIR}/ subfolder with the generator; objective electra continues only from an "
@@ -83,7 +100,9 @@ def load_electra(ref: str, settings: PretrainSettings, where: str) -> tuple[Elec
         raise PipelineError(f"{ref}: cannot load an ELECTRA discriminator and generator from {where} ({exc})") from exc
     for name, model in (("discriminator", discriminator), ("generator", generator)):
         if model.config.model_type != "electra":
-            raise PipelineError(f"{ref}: the {name} is a {model.config.model_type} model; objective electra needs ELECTRA checkpoints")
+            raise PipelineError(
+                f"{ref}: the {name} is a {model.config.model_type} model; objective electra needs ELECTRA checkpoints"
+            )
     tokenizer = load_tokenizer(ref, where)
     check_vocab(discriminator, tokenizer, ref)
     check_vocab(generator, tokenizer, str(path / GENERATOR_DIR))
@@ -120,7 +139,9 @@ def sample_tokens(logits: torch.Tensor, method: str, generator: torch.Generator 
 class ElectraObjective(nn.Module):
     """Generator MLM loss on masked positions plus weighted replaced-token detection on every token."""
 
-    def __init__(self, discriminator: ElectraForPreTraining, generator: ElectraForMaskedLM, settings: ElectraSettings) -> None:
+    def __init__(
+        self, discriminator: ElectraForPreTraining, generator: ElectraForMaskedLM, settings: ElectraSettings
+    ) -> None:
         super().__init__()
         self.discriminator, self.generator, self.settings = discriminator, generator, settings
         self.sample_with: torch.Generator | None = None  # set by the held-out evaluation for fixed draws
@@ -140,8 +161,11 @@ class ElectraObjective(nn.Module):
         correct = ((disc_logits > 0).float() == replaced).sum() / norms["tokens"]
         loss = mlm + self.settings.discriminator_weight * rtd
         return loss, {
-            "loss": loss.detach(), "generator": mlm.detach(), "discriminator": rtd.detach(),
-            "rtd_accuracy": correct.detach(), "replaced_fraction": replaced.sum() / norms["tokens"],
+            "loss": loss.detach(),
+            "generator": mlm.detach(),
+            "discriminator": rtd.detach(),
+            "rtd_accuracy": correct.detach(),
+            "replaced_fraction": replaced.sum() / norms["tokens"],
         }
 
 

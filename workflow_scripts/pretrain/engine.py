@@ -8,19 +8,20 @@ import json
 import logging
 import shutil
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
 from .. import provenance
 from ..atomic import write_json
-from ..typed import to_dict
 from ..errors import PipelineError
 from ..pack.index import read_index
 from ..pack.keys import tokenizer_digest
 from ..pack.local import index_paths, pack_corpora
+from ..typed import to_dict
 from . import checkpoint as ckpt
 from .data import PackedCorpus
 from .dist import Dist
@@ -31,7 +32,15 @@ log = logging.getLogger(__name__)
 
 KEY_FILE = "key.json"
 # settings that may change between a run and its resumption
-OPERATIONAL = {"checkpoint_every", "keep_checkpoints", "log_every", "num_threads", "export_checkpoints", "compile", "peak_tflops"}
+OPERATIONAL = {
+    "checkpoint_every",
+    "keep_checkpoints",
+    "log_every",
+    "num_threads",
+    "export_checkpoints",
+    "compile",
+    "peak_tflops",
+}
 
 
 @dataclass
@@ -45,10 +54,18 @@ class Data:
 def add_data_arguments(ap: argparse.ArgumentParser) -> None:
     """A training CLI's data: ``--packed`` indexes or, run by hand, ``--corpus`` directories; see open_data."""
     data = ap.add_mutually_exclusive_group(required=True)
-    data.add_argument("--packed", nargs="+", action="extend",
-                      help="index.json of packed corpora (the pack stage), one per corpus and sequence length")
-    data.add_argument("--corpus", nargs="+", action="extend",
-                      help="corpus directories (shard~N.parquet), packed under <out>/packed first (runs by hand)")
+    data.add_argument(
+        "--packed",
+        nargs="+",
+        action="extend",
+        help="index.json of packed corpora (the pack stage), one per corpus and sequence length",
+    )
+    data.add_argument(
+        "--corpus",
+        nargs="+",
+        action="extend",
+        help="corpus directories (shard~N.parquet), packed under <out>/packed first (runs by hand)",
+    )
 
 
 def open_data(args: argparse.Namespace, settings: PretrainSettings, tokenizer, out: Path, dist: Dist) -> Data:
@@ -62,8 +79,9 @@ def data_inputs(args: argparse.Namespace, data: Data) -> dict[str, list[str]]:
     return {"packed": [str(d) for d in data.dirs], **({"corpus": list(args.corpus)} if args.corpus else {})}
 
 
-def packed_indexes(packed: list[str] | None, corpus: list[str] | None, settings: PretrainSettings, tokenizer,
-                   out: Path, dist: Dist) -> list[Path]:
+def packed_indexes(
+    packed: list[str] | None, corpus: list[str] | None, settings: PretrainSettings, tokenizer, out: Path, dist: Dist
+) -> list[Path]:
     """The packed-data indexes to open: given by the pack stage (``--packed``), or, for a run by
     hand on corpus directories (``--corpus``), packed under ``<out>/packed`` by process 0."""
     if packed:
@@ -75,8 +93,9 @@ def packed_indexes(packed: list[str] | None, corpus: list[str] | None, settings:
     return index_paths(corpus or [], seq_lens, settings.heldout_fraction, out / "packed")
 
 
-def load_phases(settings: PretrainSettings, indexes: list[Path], tokenizer
-                ) -> tuple[list[PackedCorpus], PackedCorpus, list[Path], dict[str, str]]:
+def load_phases(
+    settings: PretrainSettings, indexes: list[Path], tokenizer
+) -> tuple[list[PackedCorpus], PackedCorpus, list[Path], dict[str, str]]:
     """Train blocks of every phase, held-out blocks of the last, the shard directories, and
     the content key of every shard used (``seq~L/corpus/shard~N``)."""
     wanted = tokenizer_digest(tokenizer)
@@ -105,7 +124,7 @@ def load_phases(settings: PretrainSettings, indexes: list[Path], tokenizer
             )
         dirs = [d for _, ds in chosen for d in ds]
         for ix, ds in chosen:
-            for shard, d in zip(ix["shards"], ds):
+            for shard, d in zip(ix["shards"], ds, strict=True):
                 keys[f"seq~{phase.seq_len}/{ix['corpus']}/{d.name}"] = shard["key"]
         train = PackedCorpus(dirs, "train")
         if len(train) == 0:
@@ -118,8 +137,9 @@ def load_phases(settings: PretrainSettings, indexes: list[Path], tokenizer
     return phases, PackedCorpus(dirs, "heldout"), list(used), keys
 
 
-def training_key(settings: PretrainSettings, data: dict[str, str], model: torch.nn.Module,
-                 extra: dict[str, Any]) -> dict:
+def training_key(
+    settings: PretrainSettings, data: dict[str, str], model: torch.nn.Module, extra: dict[str, Any]
+) -> dict:
     """Everything a checkpoint depends on, by content: recipe, packed shards' keys, model config."""
     recipe = {k: v for k, v in to_dict(settings).items() if k not in OPERATIONAL}
     return {"recipe": recipe, "data": data, "config": model.config.to_dict(), **extra}
@@ -155,8 +175,17 @@ def resume_digest(state_dir: Path, key: dict, dist: Dist) -> str:
     return value
 
 
-def execute(job: Job, out: Path, *, step: str, inputs: dict[str, Any], params: dict[str, Any], started: str,
-            extra: dict[str, Any] | None = None, stop_after: int | None = None) -> dict[str, Any] | None:
+def execute(
+    job: Job,
+    out: Path,
+    *,
+    step: str,
+    inputs: dict[str, Any],
+    params: dict[str, Any],
+    started: str,
+    extra: dict[str, Any] | None = None,
+    stop_after: int | None = None,
+) -> dict[str, Any] | None:
     """Train, then (process 0) export the model, log and evaluation, and write provenance last."""
     try:
         result = train(job, stop_after=stop_after)
@@ -176,8 +205,14 @@ def execute(job: Job, out: Path, *, step: str, inputs: dict[str, Any], params: d
     write_json(out / "eval.json", result)
     # every file a consumer loads (weights, config, tokenizer, special tokens), so the audit sees any change
     provenance.record(
-        out, step=step, inputs=inputs, params=params, outputs=written + [out / "train_log.jsonl", out / "eval.json"],
-        seed=job.settings.seed, started=started, extra={"result": result, **(extra or {})},
+        out,
+        step=step,
+        inputs=inputs,
+        params=params,
+        outputs=written + [out / "train_log.jsonl", out / "eval.json"],
+        seed=job.settings.seed,
+        started=started,
+        extra={"result": result, **(extra or {})},
     )
     log.info("wrote %s (held-out MLM loss %s)", out, result.get("heldout_loss"))
     return result

@@ -25,9 +25,10 @@ import math
 import resource
 import signal
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 import torch
@@ -69,7 +70,7 @@ class Job:
     digest: str
     flops_per_token: Callable[[int], float]
     dist: Dist = field(default_factory=Dist)
-    evaluator: Callable[["Job"], dict[str, Any]] | None = None  # held-out evaluation; default: MLM loss of ``model``
+    evaluator: Callable[[Job], dict[str, Any]] | None = None  # held-out evaluation; default: MLM loss of ``model``
     companions: dict[str, nn.Module] = field(default_factory=dict)  # further models exported into <out>/<key>/
 
 
@@ -116,7 +117,11 @@ class _Log:
             return
         kept = []
         if path.is_file():
-            kept = [line for line in path.read_text().splitlines() if line.strip() and json.loads(line)["step"] <= resume_step]
+            kept = [
+                line
+                for line in path.read_text().splitlines()
+                if line.strip() and json.loads(line)["step"] <= resume_step
+            ]
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("".join(line + "\n" for line in kept))
 
@@ -155,8 +160,15 @@ def _train(job: Job, stop_after: int | None) -> dict[str, Any] | None:
     steps_per_phase = s.phase_steps()
     objective = job.objective.to(d.device)
     update = optim.updater(
-        objective, lr=s.peak_lr(), weight_decay=s.weight_decay, eps=s.eps, betas=s.betas,
-        total_steps=s.max_steps, warmup_ratio=s.warmup_ratio, precision=s.precision, device=d.device,
+        objective,
+        lr=s.peak_lr(),
+        weight_decay=s.weight_decay,
+        eps=s.eps,
+        betas=s.betas,
+        total_steps=s.max_steps,
+        warmup_ratio=s.warmup_ratio,
+        precision=s.precision,
+        device=d.device,
     )
 
     # dropout and ELECTRA's draws follow the seed also for a loaded model; a resumed run restores its own states
@@ -212,13 +224,26 @@ def _train(job: Job, stop_after: int | None) -> dict[str, Any] | None:
             L = data.seq_len
             first = in_phase * s.batch_size + d.rank * share
             if (in_phase * s.batch_size) // len(data) != ((in_phase + 1) * s.batch_size - 1) // len(data) and d.main:
-                log.info("phase %d: the data wraps into epoch %d at step %d", phase, ((in_phase + 1) * s.batch_size - 1) // len(data), step)
+                log.info(
+                    "phase %d: the data wraps into epoch %d at step %d",
+                    phase,
+                    ((in_phase + 1) * s.batch_size - 1) // len(data),
+                    step,
+                )
             toks, flags = data.take(order.indices(first, share))
-            draws = draw(step_generator(s.seed, phase, step), s.batch_size, L, specials.vocab_size).rows(d.rank * share, (d.rank + 1) * share)
+            draws = draw(step_generator(s.seed, phase, step), s.batch_size, L, specials.vocab_size).rows(
+                d.rank * share, (d.rank + 1) * share
+            )
             input_ids = torch.from_numpy(toks)
             masked, selected = apply_mask(
-                input_ids, torch.from_numpy(flags), draws, mask_prob=s.mask_prob, mask_id=specials.mask,
-                mask_replace_prob=s.mask_replace_prob, random_replace_prob=s.random_replace_prob, whole_word=s.whole_word_mask,
+                input_ids,
+                torch.from_numpy(flags),
+                draws,
+                mask_prob=s.mask_prob,
+                mask_id=specials.mask,
+                mask_replace_prob=s.mask_replace_prob,
+                random_replace_prob=s.random_replace_prob,
+                whole_word=s.whole_word_mask,
             )
             n_masked = d.sum(float(selected.sum()))
             norms = {"masked": max(n_masked, 1.0) / d.world, "tokens": s.batch_size * L / d.world}
@@ -246,11 +271,16 @@ def _train(job: Job, stop_after: int | None) -> dict[str, Any] | None:
                 elapsed = time.perf_counter() - t_last
                 tps = acc_tokens / elapsed
                 row = {
-                    "step": done, "phase": phase, "seq_len": L,
+                    "step": done,
+                    "phase": phase,
+                    "seq_len": L,
                     **{log_key(k): v / (d.world * acc_steps) for k, v in sums.items()},
-                    "lr": lr, "grad_norm": None if grad_norm is None else float(grad_norm), "tokens_per_s": tps,
+                    "lr": lr,
+                    "grad_norm": None if grad_norm is None else float(grad_norm),
+                    "tokens_per_s": tps,
                     "mfu": (job.flops_per_token(L) * tps / (peak * 1e12 * d.world)) if peak else None,
-                    "memory_mb": memory_mb(d.device), "time": time.time(),
+                    "memory_mb": memory_mb(d.device),
+                    "time": time.time(),
                 }
                 trainlog.write(row)
                 if bar is not None:
@@ -291,8 +321,14 @@ def heldout_batches(job: Job) -> Iterator[tuple[torch.Tensor, torch.Tensor, torc
         draws = draw(step_generator(EVAL_SEED, 0, start), len(idx), data.seq_len, specials.vocab_size)
         input_ids = torch.from_numpy(toks)
         masked, selected = apply_mask(
-            input_ids, torch.from_numpy(flags), draws, mask_prob=s.mask_prob, mask_id=specials.mask,
-            mask_replace_prob=s.mask_replace_prob, random_replace_prob=s.random_replace_prob, whole_word=s.whole_word_mask,
+            input_ids,
+            torch.from_numpy(flags),
+            draws,
+            mask_prob=s.mask_prob,
+            mask_id=specials.mask,
+            mask_replace_prob=s.mask_replace_prob,
+            random_replace_prob=s.random_replace_prob,
+            whole_word=s.whole_word_mask,
         )
         positions = selected.reshape(-1).nonzero().squeeze(1)
         yield masked.to(device), positions.to(device), input_ids.reshape(-1)[positions].to(device)
@@ -329,8 +365,10 @@ def heldout_sums(job: Job, objective: nn.Module, keys: tuple[str, ...]) -> tuple
 def heldout_summary(job: Job, mlm_sum: float, masked_count: int) -> dict[str, Any]:
     loss = mlm_sum / max(masked_count, 1)
     return {
-        "heldout_loss": loss, "heldout_perplexity": math.exp(min(loss, 50.0)),
-        "heldout_blocks": min(len(job.heldout), job.settings.heldout_max_blocks), "heldout_masked_tokens": masked_count,
+        "heldout_loss": loss,
+        "heldout_perplexity": math.exp(min(loss, 50.0)),
+        "heldout_blocks": min(len(job.heldout), job.settings.heldout_max_blocks),
+        "heldout_masked_tokens": masked_count,
     }
 
 

@@ -22,7 +22,7 @@ class MaskDraws:
     action: torch.Tensor  # uniform [B, L]: mask / random / keep
     random_ids: torch.Tensor  # random token ids [B, L]
 
-    def rows(self, start: int, stop: int) -> "MaskDraws":
+    def rows(self, start: int, stop: int) -> MaskDraws:
         return MaskDraws(self.select[start:stop], self.action[start:stop], self.random_ids[start:stop])
 
 
@@ -68,9 +68,10 @@ def apply_mask(
         select = torch.gather(select, 1, word_start_index(flags))
     selected = (select < mask_prob) & (flags != SPECIAL)
     to_mask = selected & (draws.action < mask_replace_prob)
-    to_random = selected & (draws.action >= mask_replace_prob) & (draws.action < mask_replace_prob + random_replace_prob)
+    to_random = (
+        selected & (draws.action >= mask_replace_prob) & (draws.action < mask_replace_prob + random_replace_prob)
+    )
     out = input_ids.clone()
     out[to_mask] = mask_id
     out[to_random] = draws.random_ids[to_random]
     return out, selected
-

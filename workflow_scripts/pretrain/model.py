@@ -8,7 +8,14 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import AutoModelForMaskedLM, AutoTokenizer, BertConfig, BertForMaskedLM, RobertaConfig, RobertaForMaskedLM
+from transformers import (
+    AutoModelForMaskedLM,
+    AutoTokenizer,
+    BertConfig,
+    BertForMaskedLM,
+    RobertaConfig,
+    RobertaForMaskedLM,
+)
 
 from ..errors import PipelineError
 from ..tokenizer import Specials, looks_local
@@ -25,7 +32,9 @@ def load_pretrained(ref: str, role: str, attention: str = "sdpa"):
         model = AutoModelForMaskedLM.from_pretrained(ref, attn_implementation=attention)
         tokenizer = AutoTokenizer.from_pretrained(ref)
     except Exception as exc:
-        raise PipelineError(f"{ref}: cannot load the {role} model and tokenizer with AutoModelForMaskedLM/AutoTokenizer ({exc})") from exc
+        raise PipelineError(
+            f"{ref}: cannot load the {role} model and tokenizer with AutoModelForMaskedLM/AutoTokenizer ({exc})"
+        ) from exc
     check_vocab(model, tokenizer, ref)
     return model, tokenizer
 
@@ -42,7 +51,9 @@ def check_vocab(model, tokenizer, where: str) -> None:
 def build_model(settings: PretrainSettings, tokenizer, max_seq_len: int) -> nn.Module:
     """A freshly initialised BERT or RoBERTa masked-language model sized for ``tokenizer``."""
     if settings.architecture not in ("bert", "roberta"):
-        raise PipelineError(f"architecture: {settings.architecture} is not a masked-language model; use bert or roberta")
+        raise PipelineError(
+            f"architecture: {settings.architecture} is not a masked-language model; use bert or roberta"
+        )
     sp = Specials.of(tokenizer, "tokenizer")
     hidden, layers, heads, inter = settings.shape()
     common = dict(
@@ -63,8 +74,11 @@ def build_model(settings: PretrainSettings, tokenizer, max_seq_len: int) -> nn.M
         return BertForMaskedLM(config)
     # RoBERTa's positions start after the padding index
     config = RobertaConfig(
-        max_position_embeddings=max_seq_len + sp.pad + 1, type_vocab_size=1,
-        bos_token_id=sp.cls, eos_token_id=sp.sep, **common,
+        max_position_embeddings=max_seq_len + sp.pad + 1,
+        type_vocab_size=1,
+        bos_token_id=sp.cls,
+        eos_token_id=sp.sep,
+        **common,
     )
     config._attn_implementation = settings.attention
     return RobertaForMaskedLM(config)
@@ -76,7 +90,9 @@ def mlm_parts(model: nn.Module) -> tuple[nn.Module, nn.Module]:
         head = getattr(model, head_name, None)
         if head is not None:
             return model.base_model, head
-    raise PipelineError(f"{type(model).__name__}: unsupported model class (expected a BERT- or RoBERTa-style masked LM)")
+    raise PipelineError(
+        f"{type(model).__name__}: unsupported model class (expected a BERT- or RoBERTa-style masked LM)"
+    )
 
 
 def masked_hidden(hidden: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:

@@ -1,4 +1,5 @@
-"""Pretraining (masked-language model or ELECTRA), from scratch with a learned vocabulary or continual from a checkpoint.
+"""Pretraining (masked-language model or ELECTRA), from scratch with a learned vocabulary or continual from a
+checkpoint.
 
     python -m workflow_scripts.pretrain.pretrain --settings S.yaml \\
         --packed results/packed/T/A/seq~128/heldout~0.01/index.json [...] \\
@@ -17,22 +18,22 @@ from __future__ import annotations
 
 import argparse
 import logging
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import torch
 from transformers.utils import logging as hf_logging
 
 from .. import provenance
 from ..cli import run
-from ..typed import load_settings, to_dict
 from ..errors import PipelineError
 from ..tokenizer import load_tokenizer
+from ..typed import load_settings, to_dict
 from . import dist as distributed
 from . import electra
+from .engine import Data, add_data_arguments, data_inputs, execute, flops_fn, open_data, resume_digest, training_key
 from .loop import Job
 from .model import MLMObjective, build_model, check_vocab, load_pretrained
-from .engine import Data, add_data_arguments, data_inputs, execute, flops_fn, open_data, resume_digest, training_key
 from .settings import PretrainModelSettings, PretrainSettings
 
 log = logging.getLogger(__name__)
@@ -66,9 +67,18 @@ def main(argv: Sequence[str] | None = None) -> None:
         model = job.model
         source = {"init": args.init} if args.init else {"tokenizer": args.tokenizer}
         inputs = {**data_inputs(args, data), **source, "settings": args.settings}
-        execute(job, out, step="pretrain", inputs=inputs, params={"name": entry.name, "pretrain": to_dict(s)}, started=started,
-                extra={"model": {"parameters": sum(p.numel() for p in model.parameters()), "config": model.config.to_dict()}},
-                stop_after=args.stop_after)
+        execute(
+            job,
+            out,
+            step="pretrain",
+            inputs=inputs,
+            params={"name": entry.name, "pretrain": to_dict(s)},
+            started=started,
+            extra={
+                "model": {"parameters": sum(p.numel() for p in model.parameters()), "config": model.config.to_dict()}
+            },
+            stop_after=args.stop_after,
+        )
     finally:
         distributed.teardown(d)
 
@@ -78,7 +88,10 @@ def mlm_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: dist
     if args.init:
         model, tokenizer = load_pretrained(args.init, "--init", s.attention)
         if model.config.model_type == "electra":
-            raise PipelineError(f"{args.init}: an ELECTRA checkpoint; continue it with model.pretrain.objective: electra and architecture: electra")
+            raise PipelineError(
+                f"{args.init}: an ELECTRA checkpoint; continue it with "
+                "model.pretrain.objective: electra and architecture: electra"
+            )
         check_positions(model, max_len, args)
     else:
         tokenizer = load_tokenizer(args.tokenizer, "--tokenizer")
@@ -87,9 +100,16 @@ def mlm_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: dist
     data = open_data(args, s, tokenizer, out, d)
     key = training_key(s, data.keys, model, {"init": args.init})
     return Job(
-        settings=s, objective=MLMObjective(model), model=model, tokenizer=tokenizer, phases=data.phases,
-        heldout=data.heldout, state_dir=out / "training_state", digest=resume_digest(out / "training_state", key, d),
-        flops_per_token=flops_fn(model), dist=d,
+        settings=s,
+        objective=MLMObjective(model),
+        model=model,
+        tokenizer=tokenizer,
+        phases=data.phases,
+        heldout=data.heldout,
+        state_dir=out / "training_state",
+        digest=resume_digest(out / "training_state", key, d),
+        flops_per_token=flops_fn(model),
+        dist=d,
     ), data
 
 
@@ -105,18 +125,29 @@ def electra_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: 
     data = open_data(args, s, tokenizer, out, d)
     key = training_key(s, data.keys, discriminator, {"init": args.init, "generator": generator.config.to_dict()})
     return Job(
-        settings=s, objective=electra.ElectraObjective(discriminator, generator, s.electra), model=discriminator,
-        tokenizer=tokenizer, phases=data.phases, heldout=data.heldout, state_dir=out / "training_state",
+        settings=s,
+        objective=electra.ElectraObjective(discriminator, generator, s.electra),
+        model=discriminator,
+        tokenizer=tokenizer,
+        phases=data.phases,
+        heldout=data.heldout,
+        state_dir=out / "training_state",
         digest=resume_digest(out / "training_state", key, d),
         flops_per_token=electra.flops_fn(discriminator, generator),
-        dist=d, evaluator=electra.evaluate, companions={electra.GENERATOR_DIR: generator},
+        dist=d,
+        evaluator=electra.evaluate,
+        companions={electra.GENERATOR_DIR: generator},
     ), data
 
 
 def check_positions(model, max_len: int, args: argparse.Namespace) -> None:
-    limit = model.config.max_position_embeddings - (model.config.pad_token_id + 1 if model.config.model_type == "roberta" else 0)
+    limit = model.config.max_position_embeddings - (
+        model.config.pad_token_id + 1 if model.config.model_type == "roberta" else 0
+    )
     if max_len > limit:
-        raise PipelineError(f"{args.settings}: model.pretrain.phases: seq_len {max_len} exceeds the {limit} positions of {args.init}")
+        raise PipelineError(
+            f"{args.settings}: model.pretrain.phases: seq_len {max_len} exceeds the {limit} positions of {args.init}"
+        )
 
 
 if __name__ == "__main__":

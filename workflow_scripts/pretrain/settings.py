@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Literal, Optional
+from typing import Literal
 
 from ..errors import PipelineError
 
@@ -35,15 +35,23 @@ class Phase:
 class ElectraSettings:
     generator_size: float = field(
         default=1 / 3,
-        metadata={"help": "Generator hidden width as a fraction of the discriminator's (ELECTRA: 1/4 to 1/3), rounded to whole attention heads."},
+        metadata={
+            "help": "Generator hidden width as a fraction of the discriminator's (ELECTRA: 1/4 to "
+            "1/3), rounded to whole attention heads."
+        },
     )
-    discriminator_weight: float = field(default=50.0, metadata={"help": "Weight of the replaced-token-detection loss against the generator's MLM loss."})
+    discriminator_weight: float = field(
+        default=50.0, metadata={"help": "Weight of the replaced-token-detection loss against the generator's MLM loss."}
+    )
     share_embeddings: bool = field(
         default=True, metadata={"help": "Generator and discriminator share token, position and type embeddings."}
     )
     sampling: Literal["gumbel", "multinomial"] = field(
         default="gumbel",
-        metadata={"help": "How replacements are drawn from the generator's softmax (no gradient flows through the draw): Gumbel-max or inverse-CDF multinomial."},
+        metadata={
+            "help": "How replacements are drawn from the generator's softmax (no gradient flows "
+            "through the draw): Gumbel-max or inverse-CDF multinomial."
+        },
     )
 
     def validate(self, where: str) -> None:
@@ -57,10 +65,16 @@ class ElectraSettings:
 class PretrainSettings:
     architecture: Literal["bert", "roberta", "electra"] = field(
         default="roberta",
-        metadata={"help": "Model family built from scratch (ignored with --init, which keeps its own); electra requires objective electra."},
+        metadata={
+            "help": "Model family built from scratch (ignored with --init, which keeps its own); "
+            "electra requires objective electra."
+        },
     )
     objective: Literal["mlm", "electra"] = field(
-        default="mlm", metadata={"help": "mlm: masked-language modelling; electra: generator + replaced-token-detection discriminator."}
+        default="mlm",
+        metadata={
+            "help": "mlm: masked-language modelling; electra: generator + replaced-token-detection discriminator."
+        },
     )
     electra: ElectraSettings = field(
         default_factory=ElectraSettings, metadata={"help": "Generator and loss of objective electra (ignored for mlm)."}
@@ -68,51 +82,89 @@ class PretrainSettings:
     size: Literal["tiny", "small", "base", "large"] = field(
         default="base", metadata={"help": "Preset shape: tiny (64x2), small (512x4), base (768x12), large (1024x24)."}
     )
-    hidden_size: Optional[int] = field(default=None, metadata={"help": "Hidden width; overrides the size preset."})
-    num_layers: Optional[int] = field(default=None, metadata={"help": "Transformer layers; overrides the size preset."})
-    num_heads: Optional[int] = field(default=None, metadata={"help": "Attention heads; overrides the size preset."})
-    intermediate_size: Optional[int] = field(
+    hidden_size: int | None = field(default=None, metadata={"help": "Hidden width; overrides the size preset."})
+    num_layers: int | None = field(default=None, metadata={"help": "Transformer layers; overrides the size preset."})
+    num_heads: int | None = field(default=None, metadata={"help": "Attention heads; overrides the size preset."})
+    intermediate_size: int | None = field(
         default=None, metadata={"help": "Feed-forward width; overrides the size preset (default 4 x hidden)."}
     )
     dropout: float = field(default=0.1, metadata={"help": "Hidden-state dropout probability."})
     attention_dropout: float = field(default=0.1, metadata={"help": "Attention-probability dropout."})
     max_steps: int = field(default=1000, metadata={"help": "Optimiser steps in total, over all phases."})
-    batch_size: int = field(default=32, metadata={"help": "Global batch in sequences per optimiser step (all processes, all accumulation steps)."})
-    micro_batch_size: Optional[int] = field(
+    batch_size: int = field(
+        default=32,
+        metadata={"help": "Global batch in sequences per optimiser step (all processes, all accumulation steps)."},
+    )
+    micro_batch_size: int | None = field(
         default=None,
-        metadata={"help": "Sequences per forward pass per process; gradient accumulation makes up the global batch. Default: the whole per-process share."},
+        metadata={
+            "help": "Sequences per forward pass per process; gradient accumulation makes up the "
+            "global batch. Default: the whole per-process share."
+        },
     )
     phases: list[Phase] = field(
         default_factory=lambda: [Phase(128, 1.0)],
-        metadata={"help": "Sequence-length schedule, e.g. [{seq_len: 128, fraction: 0.9}, {seq_len: 512, fraction: 0.1}]."},
+        metadata={
+            "help": "Sequence-length schedule, e.g. [{seq_len: 128, fraction: 0.9}, {seq_len: 512, fraction: 0.1}]."
+        },
     )
     mask_prob: float = field(default=0.15, metadata={"help": "Fraction of tokens (or words) selected for prediction."})
-    mask_replace_prob: float = field(default=0.8, metadata={"help": "Of the selected tokens, fraction replaced by the mask token."})
-    random_replace_prob: float = field(default=0.1, metadata={"help": "Of the selected tokens, fraction replaced by a random token (the rest stay unchanged)."})
-    whole_word_mask: bool = field(default=False, metadata={"help": "Select whole words (all their sub-word tokens) rather than single tokens."})
-    lr: Optional[float] = field(default=None, metadata={"help": "Peak learning rate (default by size: 2e-3 tiny, 1e-3 small, 6e-4 base, 4e-4 large)."})
-    warmup_ratio: float = field(default=0.06, metadata={"help": "Fraction of max_steps of linear warm-up before linear decay to zero."})
-    weight_decay: float = field(default=0.01, metadata={"help": "AdamW weight decay (not applied to biases and LayerNorm)."})
+    mask_replace_prob: float = field(
+        default=0.8, metadata={"help": "Of the selected tokens, fraction replaced by the mask token."}
+    )
+    random_replace_prob: float = field(
+        default=0.1,
+        metadata={"help": "Of the selected tokens, fraction replaced by a random token (the rest stay unchanged)."},
+    )
+    whole_word_mask: bool = field(
+        default=False, metadata={"help": "Select whole words (all their sub-word tokens) rather than single tokens."}
+    )
+    lr: float | None = field(
+        default=None,
+        metadata={"help": "Peak learning rate (default by size: 2e-3 tiny, 1e-3 small, 6e-4 base, 4e-4 large)."},
+    )
+    warmup_ratio: float = field(
+        default=0.06, metadata={"help": "Fraction of max_steps of linear warm-up before linear decay to zero."}
+    )
+    weight_decay: float = field(
+        default=0.01, metadata={"help": "AdamW weight decay (not applied to biases and LayerNorm)."}
+    )
     betas: tuple[float, ...] = field(default=(0.9, 0.98), metadata={"help": "AdamW beta1 and beta2."})
     eps: float = field(default=1e-6, metadata={"help": "AdamW epsilon."})
-    grad_clip: float = field(default=1.0, metadata={"help": "Clip the global gradient norm to this value (0 disables)."})
+    grad_clip: float = field(
+        default=1.0, metadata={"help": "Clip the global gradient norm to this value (0 disables)."}
+    )
     precision: Literal["fp32", "bf16", "fp16"] = field(
         default="bf16", metadata={"help": "Autocast precision on GPU; on CPU bf16 and fp16 fall back to fp32."}
     )
     compile: bool = field(default=False, metadata={"help": "Wrap the model in torch.compile."})
-    attention: Literal["sdpa", "eager"] = field(default="sdpa", metadata={"help": "Attention kernel: PyTorch scaled-dot-product attention or the eager reference."})
-    checkpoint_every: int = field(default=500, metadata={"help": "Save a resumable checkpoint every N steps (and always on SIGTERM)."})
-    keep_checkpoints: int = field(default=2, metadata={"help": "Resumable checkpoints kept in training_state/ (older ones are deleted)."})
+    attention: Literal["sdpa", "eager"] = field(
+        default="sdpa",
+        metadata={"help": "Attention kernel: PyTorch scaled-dot-product attention or the eager reference."},
+    )
+    checkpoint_every: int = field(
+        default=500, metadata={"help": "Save a resumable checkpoint every N steps (and always on SIGTERM)."}
+    )
+    keep_checkpoints: int = field(
+        default=2, metadata={"help": "Resumable checkpoints kept in training_state/ (older ones are deleted)."}
+    )
     export_checkpoints: bool = field(
-        default=True, metadata={"help": "Also save each checkpoint as a transformers model (training_state/step~N/model) usable for fine-tuning."}
+        default=True,
+        metadata={
+            "help": "Also save each checkpoint as a transformers model "
+            "(training_state/step~N/model) usable for fine-tuning."
+        },
     )
     log_every: int = field(default=10, metadata={"help": "Write a train_log.jsonl line every N steps."})
     seed: int = field(default=42, metadata={"help": "Seed for initialisation, data order, masking and dropout."})
     num_threads: int = field(default=0, metadata={"help": "torch CPU threads (0: leave torch's default)."})
-    heldout_fraction: float = field(default=0.01, metadata={"help": "Fraction of documents held out for the evaluation loss."})
+    heldout_fraction: float = field(
+        default=0.01, metadata={"help": "Fraction of documents held out for the evaluation loss."}
+    )
     heldout_max_blocks: int = field(default=256, metadata={"help": "At most this many held-out blocks are evaluated."})
-    peak_tflops: Optional[float] = field(
-        default=None, metadata={"help": "Device peak TFLOP/s for MFU (default: looked up from the GPU name; none on CPU)."}
+    peak_tflops: float | None = field(
+        default=None,
+        metadata={"help": "Device peak TFLOP/s for MFU (default: looked up from the GPU name; none on CPU)."},
     )
 
     def shape(self) -> tuple[int, int, int, int]:
@@ -141,16 +193,27 @@ class PretrainSettings:
             (hidden % heads == 0, "num_heads", f"hidden size {hidden} is not divisible by {heads} heads"),
             (self.max_steps > 0, "max_steps", "must be positive"),
             (self.batch_size > 0, "batch_size", "must be positive"),
-            (self.micro_batch_size is None or 0 < self.micro_batch_size <= self.batch_size,
-             "micro_batch_size", "must be between 1 and batch_size"),
+            (
+                self.micro_batch_size is None or 0 < self.micro_batch_size <= self.batch_size,
+                "micro_batch_size",
+                "must be between 1 and batch_size",
+            ),
             (bool(self.phases), "phases", "give at least one phase"),
             (all(p.seq_len >= 8 for p in self.phases), "phases", "seq_len must be at least 8"),
             (all(p.fraction > 0 for p in self.phases), "phases", "every fraction must be positive"),
-            (math.isclose(sum(p.fraction for p in self.phases), 1.0, abs_tol=1e-6), "phases", "fractions must sum to 1"),
+            (
+                math.isclose(sum(p.fraction for p in self.phases), 1.0, abs_tol=1e-6),
+                "phases",
+                "fractions must sum to 1",
+            ),
             (0 < self.mask_prob < 1, "mask_prob", "must be between 0 and 1"),
-            (self.mask_replace_prob >= 0 and self.random_replace_prob >= 0
-             and self.mask_replace_prob + self.random_replace_prob <= 1,
-             "mask_replace_prob", "mask_replace_prob + random_replace_prob must be at most 1"),
+            (
+                self.mask_replace_prob >= 0
+                and self.random_replace_prob >= 0
+                and self.mask_replace_prob + self.random_replace_prob <= 1,
+                "mask_replace_prob",
+                "mask_replace_prob + random_replace_prob must be at most 1",
+            ),
             (self.peak_lr() > 0, "lr", "must be positive"),
             (0 <= self.warmup_ratio < 1, "warmup_ratio", "must be in [0, 1)"),
             (self.weight_decay >= 0, "weight_decay", "must be non-negative"),
@@ -173,7 +236,10 @@ class PretrainSettings:
                 "use objective electra with architecture electra, and objective mlm with bert or roberta"
             )
         if min(self.phase_steps()) <= 0:
-            raise PipelineError(f"{where}.phases: a phase gets no steps with max_steps={self.max_steps}; raise max_steps or its fraction")
+            raise PipelineError(
+                f"{where}.phases: a phase gets no steps with max_steps={self.max_steps}; raise "
+                "max_steps or its fraction"
+            )
 
 
 @dataclass

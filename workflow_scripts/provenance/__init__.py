@@ -17,8 +17,9 @@ import platform
 import re
 import subprocess
 import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from ..atomic import write_json
 from ..integrity import sha256_file
@@ -42,7 +43,7 @@ _SECRET = re.compile(r"(?i)(://)([^/@\s:]+):([^/@\s]+)@|((?:password|passwd|toke
 
 
 def now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
 def scrub(text: str) -> str:
@@ -123,11 +124,17 @@ def workflow_commit() -> dict[str, Any]:
     try:
         commit = subprocess.run(
             ["git", "-C", str(root), "rev-parse", "HEAD"],
-            capture_output=True, text=True, timeout=10, check=True,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
         ).stdout.strip()
         dirty = subprocess.run(
             ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True, text=True, timeout=10, check=True,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": None}
@@ -170,9 +177,7 @@ def record(
         "command": scrub(" ".join([Path(sys.executable).name, *sys.argv])),
         "cwd": os.getcwd(),
         "inputs": described,
-        "outputs": [
-            {"path": str(p), "sha256": sha256_file(p), "bytes": Path(p).stat().st_size} for p in outputs
-        ],
+        "outputs": [{"path": str(p), "sha256": sha256_file(p), "bytes": Path(p).stat().st_size} for p in outputs],
         "params": dict(params or {}),
         "seed": seed,
         "restricted": bool(restricted) or _upstream_restricted(described),

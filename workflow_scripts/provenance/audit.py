@@ -20,9 +20,10 @@ import argparse
 import csv
 import json
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any
 
 from ..errors import PipelineError
 from . import FILENAME, load, sha256_file
@@ -39,8 +40,18 @@ CATEGORIES = {
     "tables": "table",
     "configs": "settings",
 }
-ORDER = ["table", "run", "checkpoint", "vocabulary", "packed data", "corpus", "task data", "raw file", "settings",
-         "other"]
+ORDER = [
+    "table",
+    "run",
+    "checkpoint",
+    "vocabulary",
+    "packed data",
+    "corpus",
+    "task data",
+    "raw file",
+    "settings",
+    "other",
+]
 ROW_KEYS = ("task", "group", "type")
 
 
@@ -59,7 +70,7 @@ class FileCheck:
     role: str
     recorded: str
     status: str
-    actual: Optional[str] = None
+    actual: str | None = None
     recorded_by: str = ""
 
 
@@ -155,9 +166,12 @@ class Tracer:
         if not isinstance(entry, dict) or "path" not in entry:
             return
         if entry.get("missing"):
-            self.files.setdefault((entry["path"], ""), FileCheck(
-                entry["path"], category(entry["path"]), f"{role} (absent when recorded)", "", "missing", None, by
-            ))
+            self.files.setdefault(
+                (entry["path"], ""),
+                FileCheck(
+                    entry["path"], category(entry["path"]), f"{role} (absent when recorded)", "", "missing", None, by
+                ),
+            )
             return
         if entry.get("sha256"):
             self.check(entry["path"], entry["sha256"], role, by)
@@ -170,7 +184,9 @@ class Tracer:
             if check.status == "missing":
                 return
         elif not self.resolve(upstream).is_file():
-            self.files[(upstream, "")] = FileCheck(upstream, category(upstream), f"{role} (provenance record)", "", "missing", None, by)
+            self.files[(upstream, "")] = FileCheck(
+                upstream, category(upstream), f"{role} (provenance record)", "", "missing", None, by
+            )
             return
         self.record(upstream)
 
@@ -182,7 +198,9 @@ class Tracer:
             try:
                 rec = load(self.resolve(path))
             except json.JSONDecodeError as exc:
-                raise PipelineError(f"{path}: provenance record is not valid JSON ({exc.msg} at line {exc.lineno})") from exc
+                raise PipelineError(
+                    f"{path}: provenance record is not valid JSON ({exc.msg} at line {exc.lineno})"
+                ) from exc
         artifact = str(Path(path).parent) if Path(path).name == FILENAME else path
         self.records[path] = RecordInfo(
             path=path,
@@ -232,14 +250,17 @@ def find_cell(table: Path, model: str, task: str) -> dict:
         raise PipelineError(f"{table}: the table has no rows")
     key = next((k for k in ROW_KEYS if k in rows[0]), None)
     if key is None or "model" not in rows[0]:
-        raise PipelineError(f"{table}: not one of our tables (expected a 'model' column and one of {', '.join(ROW_KEYS)})")
+        raise PipelineError(
+            f"{table}: not one of our tables (expected a 'model' column and one of {', '.join(ROW_KEYS)})"
+        )
     for row in rows:
         if model in (row["model"], row.get("model_display")) and task in (row[key], row.get(f"{key}_display")):
             return row
     models = sorted({r["model"] for r in rows})
     names = sorted({r[key] for r in rows})
     raise PipelineError(
-        f"{table}: no cell for model {model!r} and {key} {task!r} (models: {', '.join(models)}; {key}s: {', '.join(names)})"
+        f"{table}: no cell for model {model!r} and {key} {task!r} (models: "
+        f"{', '.join(models)}; {key}s: {', '.join(names)})"
     )
 
 
@@ -250,10 +271,14 @@ def audit(target: str | Path, model: str, task: str, root: str | Path | None = N
         raise PipelineError(f"{table}: table not found; give a table CSV or the tables directory")
     rec_path = tables_dir / FILENAME
     if not rec_path.is_file():
-        raise PipelineError(f"{rec_path}: the tables have no provenance record; rebuild them with workflow_scripts.report.tables")
+        raise PipelineError(
+            f"{rec_path}: the tables have no provenance record; rebuild them with workflow_scripts.report.tables"
+        )
     record = load(rec_path)
     if "runs" not in record:
-        raise PipelineError(f"{rec_path}: key 'runs' is missing; this is not the record of workflow_scripts.report.tables")
+        raise PipelineError(
+            f"{rec_path}: key 'runs' is missing; this is not the record of workflow_scripts.report.tables"
+        )
     base = Path(root) if root is not None else infer_root(tables_dir, record)
     row = find_cell(table, model, task)
     members = row["members"].split(";") if row.get("members") else [row.get("task", "")]
@@ -282,7 +307,7 @@ def audit(target: str | Path, model: str, task: str, root: str | Path | None = N
     return Audit(str(base), cell, runs, list(tracer.records.values()), list(tracer.files.values()))
 
 
-def _short(sha: Optional[str]) -> str:
+def _short(sha: str | None) -> str:
     return sha[:12] if sha else "-"
 
 
@@ -311,9 +336,13 @@ def format_text(a: Audit) -> str:
         status = f.status.upper() if f.status != "ok" else "ok"
         now = f"  (now {_short(f.actual)})" if f.status == "changed" else ""
         lines.append(f"  {f.category:<11} {f.path}  sha256 {_short(f.recorded)}  {status}{now}")
-    lines += ["", "Code version: " + "; ".join(
-        f"commit {w['commit'] or 'unknown'}" + (" with uncommitted changes" if w["dirty"] else "") for w in a.code()
-    )]
+    lines += [
+        "",
+        "Code version: "
+        + "; ".join(
+            f"commit {w['commit'] or 'unknown'}" + (" with uncommitted changes" if w["dirty"] else "") for w in a.code()
+        ),
+    ]
     versions = a.versions()
     lines.append("Package versions: " + ", ".join(f"{k} {' / '.join(v)}" for k, v in versions.items()))
     mixed = [k for k, v in versions.items() if len(v) > 1]

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Optional
 
 from .groups import BLURB_TYPE_NAMES, BlurbScore, GroupValue, TaskKind, blurb_score, group_means
 from .metrics import RunResult
@@ -36,16 +35,16 @@ class Cell:
     statistic: str
     runs: list[RunResult]
     expected: int
-    summary: Optional[Summary]
-    ci: Optional[tuple[float, float]]
-    precision: Optional[float]
-    recall: Optional[float]
+    summary: Summary | None
+    ci: tuple[float, float] | None
+    precision: float | None
+    recall: float | None
     restricted: bool
-    published: Optional[float] = None
+    published: float | None = None
     published_source: str = ""
 
     @property
-    def value(self) -> Optional[float]:
+    def value(self) -> float | None:
         """The cell's statistic x100, or None when no run has a result."""
         return None if self.summary is None else 100.0 * self.summary.value
 
@@ -73,7 +72,7 @@ class Cell:
         return ""
 
     @property
-    def difference(self) -> Optional[float]:
+    def difference(self) -> float | None:
         if self.value is None or self.published is None:
             return None
         return self.value - self.published
@@ -84,12 +83,12 @@ class SummaryRow:
     """Values of a summary row (group or BLURB type) for one model, ours and published."""
 
     ours: GroupValue
-    published: Optional[GroupValue]
+    published: GroupValue | None
     restricted: bool
     incomplete: list[str] = field(default_factory=list)
 
     @property
-    def difference(self) -> Optional[float]:
+    def difference(self) -> float | None:
         if self.ours.value is None or self.published is None or self.published.value is None:
             return None
         return self.ours.value - self.published.value
@@ -107,8 +106,9 @@ def primary_view(task: TaskEntry) -> str:
     return "lewis" if "lewis" in task.views() else task.views()[0]
 
 
-def _published(settings: ReportSettings, model: str, task: str, view: str,
-               refs: dict[str, ReferenceTable]) -> tuple[Optional[float], str]:
+def _published(
+    settings: ReportSettings, model: str, task: str, view: str, refs: dict[str, ReferenceTable]
+) -> tuple[float | None, str]:
     if view == OTHER or view not in refs:
         return None, ""
     column = getattr(settings.models[model].published, view)
@@ -117,7 +117,7 @@ def _published(settings: ReportSettings, model: str, task: str, view: str,
     return (value, f"{view}: {column}") if value is not None else (None, "")
 
 
-def _over(runs: list[RunResult], values: list[Optional[float]], statistic: str) -> Optional[float]:
+def _over(runs: list[RunResult], values: list[float | None], statistic: str) -> float | None:
     if not runs or None in values:
         return None
     return summarise(values, statistic, [r.fold for r in runs]).value
@@ -146,11 +146,17 @@ def build_cells(
                 scores = [r.scores[metric] for r in runs]
                 published, source = _published(settings, model, task, view, refs)
                 cells[(model, task, view)] = Cell(
-                    model=model, task=task, view=view, metric=metric, statistic=stat, runs=runs,
+                    model=model,
+                    task=task,
+                    view=view,
+                    metric=metric,
+                    statistic=stat,
+                    runs=runs,
                     expected=max(t.expected_runs(), listed.get((model, task), 0)),
                     summary=summarise(scores, stat, folds) if runs else None,
                     ci=bootstrap_ci(scores, stat, agg.bootstrap_samples, agg.confidence, agg.bootstrap_seed, folds)
-                    if runs else None,
+                    if runs
+                    else None,
                     precision=_over(runs, [r.precision.get(metric) for r in runs], stat),
                     recall=_over(runs, [r.recall.get(metric) for r in runs], stat),
                     restricted=m.restricted or t.restricted or any(r.restricted for r in runs),
@@ -160,9 +166,7 @@ def build_cells(
     return cells
 
 
-def _summary_row(
-    ours: GroupValue, published: Optional[GroupValue], cells: dict[str, Cell]
-) -> SummaryRow:
+def _summary_row(ours: GroupValue, published: GroupValue | None, cells: dict[str, Cell]) -> SummaryRow:
     members = [cells[t] for t in ours.members]
     return SummaryRow(
         ours=ours,
@@ -185,7 +189,10 @@ def lewis_groups(
         pub = None
         if m.published.lewis and "lewis" in refs:
             ref = refs["lewis"]
-            pub_values = {n: ref.get(t.reference.lewis, m.published.lewis) if t.reference.lewis else None for n, t in tasks.items()}
+            pub_values = {
+                n: ref.get(t.reference.lewis, m.published.lewis) if t.reference.lewis else None
+                for n, t in tasks.items()
+            }
             pub = group_means(pub_values, kinds)
         out[model] = {g: _summary_row(v, pub[g] if pub else None, mine) for g, v in ours.items()}
     return out
@@ -201,10 +208,13 @@ def blurb_scores(
     for model, m in settings.models.items():
         mine = {n: cells[(model, n, "blurb")] for n in tasks}
         ours = blurb_score({n: c.value for n, c in mine.items()}, types)
-        pub: Optional[BlurbScore] = None
+        pub: BlurbScore | None = None
         if m.published.blurb and "blurb" in refs:
             ref = refs["blurb"]
-            pub_values = {n: ref.get(t.reference.blurb, m.published.blurb) if t.reference.blurb else None for n, t in tasks.items()}
+            pub_values = {
+                n: ref.get(t.reference.blurb, m.published.blurb) if t.reference.blurb else None
+                for n, t in tasks.items()
+            }
             pub = blurb_score(pub_values, types)
         rows = {
             BLURB_TYPE_NAMES[ty]: _summary_row(v, pub.types[ty] if pub else None, mine) for ty, v in ours.types.items()
@@ -229,7 +239,7 @@ class Comparison:
     cell_a: Cell
     cell_b: Cell
     n_pairs: int
-    paired: Optional[Paired]
+    paired: Paired | None
     note: str
 
 
@@ -242,15 +252,21 @@ def compare(settings: ReportSettings, cells: dict[tuple[str, str, str], Cell]) -
         for task, t in settings.tasks.items():
             for view in t.views():
                 ca, cb = cells[(a, task, view)], cells[(b, task, view)]
-                runs_b = {(r.fold, r.seed): s for r, s in zip(cb.runs, cb.scores)}
-                pairs = [(s, runs_b[(r.fold, r.seed)]) for r, s in zip(ca.runs, ca.scores)
-                         if (r.fold, r.seed) in runs_b]
+                runs_b = {(r.fold, r.seed): s for r, s in zip(cb.runs, cb.scores, strict=True)}
+                pairs = [
+                    (s, runs_b[(r.fold, r.seed)])
+                    for r, s in zip(ca.runs, ca.scores, strict=True)
+                    if (r.fold, r.seed) in runs_b
+                ]
                 note, paired = "", None
                 if len(pairs) < 2:
                     note = f"{len(pairs)} run(s) with the same fold and seed in both models; need at least 2"
                 else:
                     paired = paired_comparison(
-                        [p[0] for p in pairs], [p[1] for p in pairs], agg.bootstrap_samples, agg.confidence,
+                        [p[0] for p in pairs],
+                        [p[1] for p in pairs],
+                        agg.bootstrap_samples,
+                        agg.confidence,
                         agg.bootstrap_seed,
                     )
                     unpaired = ca.n + cb.n - 2 * len(pairs)

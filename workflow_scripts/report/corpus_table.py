@@ -15,9 +15,9 @@ import argparse
 import csv
 import json
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
 
 from .. import provenance
 from ..atomic import write_text
@@ -28,23 +28,34 @@ from .render import NO_VALUE, RESTRICTED
 
 log = logging.getLogger(__name__)
 PUBLISHED_COLUMNS = ("type", "corpus", "documents", "unit", "words", "gigabytes", "note", "citation")
-HEADER = ["row", "corpus", "type", "documents", "words", "bytes", "gigabytes", "dropped", "restricted", "note",
-          "citation"]
+HEADER = [
+    "row",
+    "corpus",
+    "type",
+    "documents",
+    "words",
+    "bytes",
+    "gigabytes",
+    "dropped",
+    "restricted",
+    "note",
+    "citation",
+]
 
 
 @dataclass
 class Published:
     type: str
     corpus: str
-    documents: Optional[int]
+    documents: int | None
     unit: str
-    words: Optional[int]
-    gigabytes: Optional[float]
+    words: int | None
+    gigabytes: float | None
     note: str
     citation: str
 
 
-def _number(text: str, where: str, cast: type) -> Optional[float]:
+def _number(text: str, where: str, cast: type) -> float | None:
     if not text.strip():
         return None
     try:
@@ -62,9 +73,16 @@ def read_published(path: str | Path) -> list[Published]:
             if missing:
                 raise PipelineError(f"{path}: missing column(s) {', '.join(missing)}")
             return [
-                Published(r["type"], r["corpus"], _number(r["documents"], f"{path}:{i}", int), r["unit"],
-                          _number(r["words"], f"{path}:{i}", int), _number(r["gigabytes"], f"{path}:{i}", float),
-                          r["note"], r["citation"])
+                Published(
+                    r["type"],
+                    r["corpus"],
+                    _number(r["documents"], f"{path}:{i}", int),
+                    r["unit"],
+                    _number(r["words"], f"{path}:{i}", int),
+                    _number(r["gigabytes"], f"{path}:{i}", float),
+                    r["note"],
+                    r["citation"],
+                )
                 for i, r in enumerate(reader, 2)
             ]
     except OSError as exc:
@@ -87,7 +105,7 @@ def read_stats(corpus_dir: str | Path) -> tuple[dict, bool]:
     return stats, restricted
 
 
-def human(value: Optional[float]) -> str:
+def human(value: float | None) -> str:
     """4.2B, 22.0M, 93.4k, 608."""
     if value is None:
         return NO_VALUE
@@ -111,27 +129,71 @@ def build(corpora: Sequence[str | Path], published: Sequence[Published], out: Pa
     for corpus_dir in corpora:
         stats, restricted = read_stats(corpus_dir)
         name = stats.get("corpus") or Path(corpus_dir).name
-        rows.append({"row": "ours", "corpus": name, "type": stats["type"], "documents": stats["documents"],
-                     "words": stats["words"], "bytes": stats["bytes"],
-                     "gigabytes": round(stats["bytes"] / 1e9, 3), "dropped": _dropped(stats),
-                     "restricted": restricted, "note": "", "citation": ""})
-        display.append([(f"{name} (ours)", RESTRICTED if restricted else ""), (stats["type"], ""),
-                        (human(stats["documents"]), ""), (human(stats["words"]), ""),
-                        (render.number(stats["bytes"] / 1e9, 3), ""), (_dropped(stats) or NO_VALUE, "")])
+        rows.append(
+            {
+                "row": "ours",
+                "corpus": name,
+                "type": stats["type"],
+                "documents": stats["documents"],
+                "words": stats["words"],
+                "bytes": stats["bytes"],
+                "gigabytes": round(stats["bytes"] / 1e9, 3),
+                "dropped": _dropped(stats),
+                "restricted": restricted,
+                "note": "",
+                "citation": "",
+            }
+        )
+        display.append(
+            [
+                (f"{name} (ours)", RESTRICTED if restricted else ""),
+                (stats["type"], ""),
+                (human(stats["documents"]), ""),
+                (human(stats["words"]), ""),
+                (render.number(stats["bytes"] / 1e9, 3), ""),
+                (_dropped(stats) or NO_VALUE, ""),
+            ]
+        )
         for stage in stats.get("stages", []):
             stage_rows.append({"corpus": name, **stage})
         for p in (p for p in published if p.type == stats["type"]):
-            rows.append({"row": "published", "corpus": p.corpus, "type": p.type, "documents": p.documents,
-                         "words": p.words, "bytes": None, "gigabytes": p.gigabytes, "dropped": "",
-                         "restricted": False, "note": p.note, "citation": p.citation})
-            display.append([(f"{p.corpus} [{p.citation.split(',')[0]}]", ""), (p.type, ""),
-                            (human(p.documents), ""), (human(p.words), ""),
-                            (NO_VALUE if p.gigabytes is None else render.number(p.gigabytes, 1), ""),
-                            (p.note or NO_VALUE, "")])
+            rows.append(
+                {
+                    "row": "published",
+                    "corpus": p.corpus,
+                    "type": p.type,
+                    "documents": p.documents,
+                    "words": p.words,
+                    "bytes": None,
+                    "gigabytes": p.gigabytes,
+                    "dropped": "",
+                    "restricted": False,
+                    "note": p.note,
+                    "citation": p.citation,
+                }
+            )
+            display.append(
+                [
+                    (f"{p.corpus} [{p.citation.split(',')[0]}]", ""),
+                    (p.type, ""),
+                    (human(p.documents), ""),
+                    (human(p.words), ""),
+                    (NO_VALUE if p.gigabytes is None else render.number(p.gigabytes, 1), ""),
+                    (p.note or NO_VALUE, ""),
+                ]
+            )
     out.mkdir(parents=True, exist_ok=True)
     notes = ["Published rows follow each corpus of ours of the same type; their sources are in corpora.csv."]
-    written = render.write_table(out, "corpora", HEADER, rows, "Pretraining corpora: ours and as published",
-                                 ["Corpus", "Type", "Documents", "Words", "GB", "Dropped"], display, notes)
+    written = render.write_table(
+        out,
+        "corpora",
+        HEADER,
+        rows,
+        "Pretraining corpora: ours and as published",
+        ["Corpus", "Type", "Documents", "Words", "GB", "Dropped"],
+        display,
+        notes,
+    )
     stages = out / "corpora_stages.csv"
     write_text(stages, render.csv_text(["corpus", "stage", "documents", "words", "bytes"], stage_rows))
     return written + [stages]
@@ -147,9 +209,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     out = Path(args.out)
     written = build(args.corpus, read_published(args.published), out)
     provenance.record(
-        out / "corpora.csv", step="report.corpora",
+        out / "corpora.csv",
+        step="report.corpora",
         inputs={"stats": [str(Path(c) / "stats.json") for c in args.corpus], "published": args.published},
-        outputs=written, started=started, path=out / "corpora.provenance.json",
+        outputs=written,
+        started=started,
+        path=out / "corpora.provenance.json",
     )
     log.info("corpus table of %d corpora in %s", len(args.corpus), out)
 

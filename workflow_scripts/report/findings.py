@@ -17,9 +17,9 @@ import argparse
 import base64
 import html
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
 
 import pandas as pd
 
@@ -27,6 +27,7 @@ from .. import provenance
 from ..atomic import write_text
 from ..cli import run
 from ..errors import PipelineError
+from . import controls
 from .group_compare import GROUP_PREFIX
 from .groups import ALL, CLINICAL
 from .settings import ReportSettings, load
@@ -39,7 +40,7 @@ STATED_GROUPS = (ALL, CLINICAL)
 class Finding:
     topic: str
     sentence: str
-    appeared: Optional[bool]  # None: could not be computed
+    appeared: bool | None  # None: could not be computed
 
 
 def _read(path: Path) -> pd.DataFrame:
@@ -62,32 +63,38 @@ def pair_findings(settings: ReportSettings, comparisons: pd.DataFrame) -> list[F
     level = round(100 * settings.aggregation.confidence)
     rows = [r for g in STATED_GROUPS for r in comparisons.itertuples(index=False) if r.task == GROUP_PREFIX + g]
     for r in rows:
-        group = r.task[len(GROUP_PREFIX):]
+        group = r.task[len(GROUP_PREFIX) :]
         a, b = settings.models[r.model_a].display, settings.models[r.model_b].display
         head = f"{a} vs {b}, {group} mean: {_num(r.value_a)} vs {_num(r.value_b)}"
         if pd.isna(r.mean_paired_difference):
             out.append(Finding(f"{group} mean", f"{head}; no paired comparison ({r.note}).", None))
             continue
-        stats = (f"paired difference {_signed(r.mean_paired_difference)} "
-                 f"({level}% CI {_signed(r.ci_low)} to {_signed(r.ci_high)}, {int(r.n_pairs)} seeds, "
-                 f"sign-flip p = {r.p_sign_flip:.3f})")
+        stats = (
+            f"paired difference {_signed(r.mean_paired_difference)} "
+            f"({level}% CI {_signed(r.ci_low)} to {_signed(r.ci_high)}, {int(r.n_pairs)} seeds, "
+            f"sign-flip p = {r.p_sign_flip:.3f})"
+        )
         if bool(r.beyond_noise):
             winner = a if r.mean_paired_difference > 0 else b
             verdict = f"{winner} is better beyond seed noise"
         else:
             verdict = "the difference is within seed noise: no effect appeared"
-        out.append(Finding(f"{group} mean", f"{head}, {stats}: {verdict}.",
-                           bool(r.beyond_noise) and r.mean_paired_difference > 0))
+        out.append(
+            Finding(
+                f"{group} mean", f"{head}, {stats}: {verdict}.", bool(r.beyond_noise) and r.mean_paired_difference > 0
+            )
+        )
     return out
 
 
 def heldout_findings(settings: ReportSettings, heldout: pd.DataFrame) -> list[Finding]:
     """Teacher < student < train-longer control on held-out MLM loss, per distilled student."""
+
     def name(model: str) -> str:
         m = settings.models.get(model)
         return m.display if m else model
 
-    loss = dict(zip(heldout["model"], heldout["heldout_loss"]))
+    loss = dict(zip(heldout["model"], heldout["heldout_loss"], strict=True))
     out = []
     for r in heldout[heldout["role"] == "distilled"].itertuples(index=False):
         teacher = loss.get(r.teacher)
@@ -96,18 +103,27 @@ def heldout_findings(settings: ReportSettings, heldout: pd.DataFrame) -> list[Fi
         if isinstance(r.control, str) and r.control:
             parts.append(f"train-longer control {name(r.control)} {_num(r.control_loss, 3)}")
             checks.append((r.heldout_loss, r.control_loss, "the student is lower than the train-longer control"))
-        verdicts = [f"{text}: {'yes' if lo < hi else 'no, the effect did not appear'}"
-                    for lo, hi, text in checks if not (pd.isna(lo) or pd.isna(hi))]
+        verdicts = [
+            f"{text}: {'yes' if lo < hi else 'no, the effect did not appear'}"
+            for lo, hi, text in checks
+            if not (pd.isna(lo) or pd.isna(hi))
+        ]
         appeared = all(lo < hi for lo, hi, _ in checks if not (pd.isna(lo) or pd.isna(hi)))
-        out.append(Finding("held-out MLM loss", f"Held-out MLM loss ({', '.join(parts)}; one evaluation on the same "
-                                                f"masked blocks, no seed interval): {'; '.join(verdicts)}.", appeared))
+        out.append(
+            Finding(
+                "held-out MLM loss",
+                f"Held-out MLM loss ({', '.join(parts)}; one evaluation on the same "
+                f"masked blocks, no seed interval): {'; '.join(verdicts)}.",
+                appeared,
+            )
+        )
     return out
 
 
 def baseline_findings(settings: ReportSettings, medians: pd.DataFrame, spread: pd.DataFrame) -> list[Finding]:
     """Per task: which real models clear the no-training baseline by more than their seed interval."""
     baselines = [n for n, m in settings.models.items() if m.kind == "baseline"]
-    real = [n for n, m in settings.models.items() if not m.is_control]
+    real = controls.real_models(settings)
     if not baselines or not real:
         return []
     shown = {(r.task, r.benchmark) for r in medians.itertuples(index=False)}  # each task's table view
@@ -122,18 +138,22 @@ def baseline_findings(settings: ReportSettings, medians: pd.DataFrame, spread: p
         above = [m for m in real if not pd.isna(low.get((m, task), float("nan"))) and low[(m, task)] > base]
         best = max(real, key=lambda m: -1e9 if pd.isna(value.get((m, task))) else value[(m, task)])
         if above:
-            sentence = (f"{t.display}: {len(above)} of {len(real)} models score above the no-training baseline "
-                        f"({_num(base)}) beyond seed noise; best {settings.models[best].display} "
-                        f"{_num(value.get((best, task)))}.")
+            sentence = (
+                f"{t.display}: {len(above)} of {len(real)} models score above the no-training baseline "
+                f"({_num(base)}) beyond seed noise; best {settings.models[best].display} "
+                f"{_num(value.get((best, task)))}."
+            )
         else:
-            sentence = (f"{t.display}: no model scores above the no-training baseline ({_num(base)}) beyond seed "
-                        f"noise (best {settings.models[best].display} {_num(value.get((best, task)))}): "
-                        "nothing learned appeared.")
+            sentence = (
+                f"{t.display}: no model scores above the no-training baseline ({_num(base)}) beyond seed "
+                f"noise (best {settings.models[best].display} {_num(value.get((best, task)))}): "
+                "nothing learned appeared."
+            )
         out.append(Finding("baseline", sentence, bool(above)))
     return out
 
 
-def findings(settings: ReportSettings, tables: Path, heldout: Optional[Path]) -> list[Finding]:
+def findings(settings: ReportSettings, tables: Path, heldout: Path | None) -> list[Finding]:
     out = pair_findings(settings, _read(tables / "comparisons.csv"))
     if heldout is not None:
         out += heldout_findings(settings, _read(heldout))
@@ -164,15 +184,18 @@ def to_html(items: list[Finding], tables: Path, plots: Sequence[Path]) -> str:
         f"<figcaption>{p.stem}</figcaption></figure>"
         for p in plots
     )
-    return ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>Findings</title></head><body>"
-            f"<h2>Findings</h2><ul id='findings'>{entries}</ul>"
-            f"<h2>Test results per task (x100)</h2>{medians}<h2>Group means (x100)</h2>{groups}"
-            f"<h2>Plots</h2>{figures}</body></html>\n")
+    return (
+        "<!DOCTYPE html><html><head><meta charset='utf-8'><title>Findings</title></head><body>"
+        f"<h2>Findings</h2><ul id='findings'>{entries}</ul>"
+        f"<h2>Test results per task (x100)</h2>{medians}<h2>Group means (x100)</h2>{groups}"
+        f"<h2>Plots</h2>{figures}</body></html>\n"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m workflow_scripts.report.findings",
-                                     description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m workflow_scripts.report.findings", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--settings", required=True, help="report settings YAML (results/configs/report.yaml)")
     parser.add_argument("--tables", required=True, type=Path, help="directory of the tables (results/tables)")
     parser.add_argument("--heldout", type=Path, default=None, help="heldout_mlm.csv, where the study distils")
@@ -189,8 +212,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     inputs.update({name: str(args.tables / f"{name}.csv") for name in ("comparisons", "medians", "spread", "groups")})
     if args.heldout is not None:
         inputs["heldout"] = str(args.heldout)
-    provenance.record(md, step="report.findings", inputs=inputs, outputs=[md, page], started=started,
-                      path=args.tables / "findings.provenance.json")
+    provenance.record(
+        md,
+        step="report.findings",
+        inputs=inputs,
+        outputs=[md, page],
+        started=started,
+        path=args.tables / "findings.provenance.json",
+    )
 
 
 if __name__ == "__main__":

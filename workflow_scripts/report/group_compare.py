@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Optional
 
 from .aggregate import Cell
 from .groups import GROUPS, TaskKind, lewis_groups
@@ -26,10 +25,10 @@ class GroupComparison:
     group: str
     model_a: str
     model_b: str
-    value_a: Optional[float]
-    value_b: Optional[float]
+    value_a: float | None
+    value_b: float | None
     n_pairs: int
-    paired: Optional[Paired]
+    paired: Paired | None
     note: str
 
 
@@ -57,8 +56,9 @@ def seed_means(cells: dict[tuple[str, str, str], Cell], model: str, tasks: list[
     return {s: 100.0 * sum(per_task[t][s] for t in tasks) / len(tasks) for s in sorted(seeds)}
 
 
-def compare_groups(settings: ReportSettings, cells: dict[tuple[str, str, str], Cell],
-                   groups: dict) -> list[GroupComparison]:
+def compare_groups(
+    settings: ReportSettings, cells: dict[tuple[str, str, str], Cell], groups: dict
+) -> list[GroupComparison]:
     """Every configured pair on every group that has member tasks."""
     agg = settings.aggregation
     out = []
@@ -72,8 +72,16 @@ def compare_groups(settings: ReportSettings, cells: dict[tuple[str, str, str], C
             if len(shared) < 2:
                 note = f"{len(shared)} seed(s) with every {group} task in both models; need at least 2"
             else:
-                paired = paired_comparison([sa[s] / 100 for s in shared], [sb[s] / 100 for s in shared],
-                                           agg.bootstrap_samples, agg.confidence, agg.bootstrap_seed)
-            out.append(GroupComparison(group, a, b, groups[a][group].ours.value, groups[b][group].ours.value,
-                                       len(shared), paired, note))
+                paired = paired_comparison(
+                    [sa[s] / 100 for s in shared],
+                    [sb[s] / 100 for s in shared],
+                    agg.bootstrap_samples,
+                    agg.confidence,
+                    agg.bootstrap_seed,
+                )
+            out.append(
+                GroupComparison(
+                    group, a, b, groups[a][group].ours.value, groups[b][group].ours.value, len(shared), paired, note
+                )
+            )
     return out

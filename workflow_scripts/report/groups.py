@@ -15,8 +15,8 @@ result names the missing members and carries no number (never a mean of a subset
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping, Optional
 
 SEQ_LAB, CLASSIF, PUBMED, CLINICAL, ALL = "Seq. Lab.", "Classif.", "PubMed", "Clinical", "All"
 GROUPS = (SEQ_LAB, CLASSIF, PUBMED, CLINICAL, ALL)
@@ -42,7 +42,7 @@ class TaskKind:
 class GroupValue:
     """A mean over member tasks, or the reason there is none."""
 
-    value: Optional[float]
+    value: float | None
     members: list[str]
     missing: list[str] = field(default_factory=list)
 
@@ -62,14 +62,14 @@ def lewis_groups(kind: TaskKind) -> list[str]:
     return [type_group, domain_group, ALL]
 
 
-def _mean_of(members: list[str], values: Mapping[str, Optional[float]]) -> GroupValue:
+def _mean_of(members: list[str], values: Mapping[str, float | None]) -> GroupValue:
     missing = [t for t in members if values.get(t) is None]
     if not members or missing:
         return GroupValue(None, members, missing)
     return GroupValue(sum(values[t] for t in members) / len(members), members)
 
 
-def group_means(values: Mapping[str, Optional[float]], kinds: Mapping[str, TaskKind]) -> dict[str, GroupValue]:
+def group_means(values: Mapping[str, float | None], kinds: Mapping[str, TaskKind]) -> dict[str, GroupValue]:
     """Mean of ``values`` (task -> value or None) over each Lewis group of the tasks in ``kinds``."""
     members: dict[str, list[str]] = {g: [] for g in GROUPS}
     for task, kind in kinds.items():
@@ -84,7 +84,7 @@ class BlurbScore:
     score: GroupValue
 
 
-def blurb_score(values: Mapping[str, Optional[float]], types: Mapping[str, str]) -> BlurbScore:
+def blurb_score(values: Mapping[str, float | None], types: Mapping[str, str]) -> BlurbScore:
     """Per-type means and the macro BLURB score over the six types (task -> type in ``types``)."""
     per_type = {t: _mean_of([task for task, ty in types.items() if ty == t], values) for t in BLURB_TYPES}
     type_values = {t: g.value for t, g in per_type.items()}

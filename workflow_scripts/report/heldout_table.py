@@ -17,9 +17,10 @@ import argparse
 import csv
 import io
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any
 
 from .. import provenance
 from ..atomic import write_text
@@ -29,23 +30,36 @@ from .render import LEGEND, RESTRICTED, marked
 
 log = logging.getLogger(__name__)
 TABLE = "heldout_mlm"
-HEADER = ["model", "role", "teacher", "layers", "parameters", "steps", "heldout_loss", "heldout_perplexity",
-          "heldout_masked_tokens", "control", "control_loss", "gain_over_control", "restricted"]
+HEADER = [
+    "model",
+    "role",
+    "teacher",
+    "layers",
+    "parameters",
+    "steps",
+    "heldout_loss",
+    "heldout_perplexity",
+    "heldout_masked_tokens",
+    "control",
+    "control_loss",
+    "gain_over_control",
+    "restricted",
+]
 
 
 @dataclass
 class Row:
     model: str
     role: str  # pretrained, distilled or control
-    teacher: Optional[str]
+    teacher: str | None
     layers: int
     parameters: int
     steps: int
-    loss: Optional[float]
-    perplexity: Optional[float]
+    loss: float | None
+    perplexity: float | None
     masked_tokens: int
-    recipe_key: Optional[tuple] = None  # what a student and its control must share
-    control: Optional["Row"] = None
+    recipe_key: tuple | None = None  # what a student and its control must share
+    control: Row | None = None
     restricted: bool = False  # derived from credentialed data, as its provenance says
 
 
@@ -57,16 +71,25 @@ def read_model(directory: str | Path) -> Row:
     record = provenance.load(path)
     step, result = record.get("step"), record.get("result")
     if step not in ("pretrain", "distill") or not isinstance(result, dict) or "heldout_loss" not in result:
-        raise PipelineError(f"{path}: not the record of a pretraining or distillation run with a held-out evaluation; pass model directories only")
+        raise PipelineError(
+            f"{path}: not the record of a pretraining or distillation run with a held-out "
+            "evaluation; pass model directories only"
+        )
     model = record.get("model") or {}
     config = model.get("config") or {}
     params = record.get("params") or {}
     settings = params.get(step) or {}
     row = Row(
-        model=params.get("name") or directory.name, role="pretrained", teacher=None,
-        layers=int(config.get("num_hidden_layers", 0)), parameters=int(model.get("parameters", 0)),
-        steps=int(result.get("steps", 0)), loss=result.get("heldout_loss"), perplexity=result.get("heldout_perplexity"),
-        masked_tokens=int(result.get("heldout_masked_tokens", 0)), restricted=bool(record.get("restricted")),
+        model=params.get("name") or directory.name,
+        role="pretrained",
+        teacher=None,
+        layers=int(config.get("num_hidden_layers", 0)),
+        parameters=int(model.get("parameters", 0)),
+        steps=int(result.get("steps", 0)),
+        loss=result.get("heldout_loss"),
+        perplexity=result.get("heldout_perplexity"),
+        masked_tokens=int(result.get("heldout_masked_tokens", 0)),
+        restricted=bool(record.get("restricted")),
     )
     if step == "distill":
         recipe = record.get("recipe") or {}
@@ -74,7 +97,11 @@ def read_model(directory: str | Path) -> Row:
         row.role = "control" if recipe.get("control") else "distilled"
         student = recipe.get("student") or {}
         shared = {k: v for k, v in settings.items() if k not in ("loss", "temperature", "kl_positions", "layer_map")}
-        row.recipe_key = (row.teacher, repr(sorted(student.items())), repr(sorted(shared.items(), key=lambda kv: kv[0])))
+        row.recipe_key = (
+            row.teacher,
+            repr(sorted(student.items())),
+            repr(sorted(shared.items(), key=lambda kv: kv[0])),
+        )
     return row
 
 
@@ -97,9 +124,23 @@ def table_rows(rows: list[Row]) -> list[list[str]]:
     for r in rows:
         c = r.control
         gain = c.loss - r.loss if c is not None and c.loss is not None and r.loss is not None else None
-        out.append([r.model, r.role, r.teacher or "", str(r.layers), str(r.parameters), str(r.steps), _fmt(r.loss),
-                    _fmt(r.perplexity, 2), str(r.masked_tokens), c.model if c else "", _fmt(c.loss) if c else "",
-                    _fmt(gain), str(r.restricted)])
+        out.append(
+            [
+                r.model,
+                r.role,
+                r.teacher or "",
+                str(r.layers),
+                str(r.parameters),
+                str(r.steps),
+                _fmt(r.loss),
+                _fmt(r.perplexity, 2),
+                str(r.masked_tokens),
+                c.model if c else "",
+                _fmt(c.loss) if c else "",
+                _fmt(gain),
+                str(r.restricted),
+            ]
+        )
     return out
 
 
@@ -112,27 +153,54 @@ def to_csv(rows: list[Row]) -> str:
 
 
 def to_markdown(rows: list[Row]) -> str:
-    head = ["Model", "Role", "Teacher", "Layers", "Parameters", "Steps", "Held-out MLM loss", "Perplexity",
-            "Masked tokens", "Control", "Control loss", "Gain over control"]
+    head = [
+        "Model",
+        "Role",
+        "Teacher",
+        "Layers",
+        "Parameters",
+        "Steps",
+        "Held-out MLM loss",
+        "Perplexity",
+        "Masked tokens",
+        "Control",
+        "Control loss",
+        "Gain over control",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    lines += ["| " + " | ".join([marked(cells[0], r.restricted), *cells[1:-1]]) + " |"
-              for r, cells in zip(rows, table_rows(rows))]
+    lines += [
+        "| " + " | ".join([marked(cells[0], r.restricted), *cells[1:-1]]) + " |"
+        for r, cells in zip(rows, table_rows(rows), strict=True)
+    ]
     counts = {r.masked_tokens for r in rows if r.loss is not None}
-    notes = ["", "Loss per masked token on held-out text, masks fixed across models; lower is better. "
-             "Gain over control: the control's loss minus the student's (positive: distillation helped)."]
+    notes = [
+        "",
+        "Loss per masked token on held-out text, masks fixed across models; lower is better. "
+        "Gain over control: the control's loss minus the student's (positive: distillation helped).",
+    ]
     if len(counts) > 1:
-        notes.append("Warning: the models were evaluated on different held-out sets (masked token counts differ); "
-                     "compare only rows with equal counts.")
+        notes.append(
+            "Warning: the models were evaluated on different held-out sets (masked token counts differ); "
+            "compare only rows with equal counts."
+        )
     if any(r.restricted for r in rows):
         notes.append(f"{RESTRICTED} {LEGEND[RESTRICTED]}.")
     if any(r.loss is None for r in rows):
-        notes.append("Empty loss: the model had no held-out blocks (heldout_fraction 0 or documents shorter than a block).")
+        notes.append(
+            "Empty loss: the model had no held-out blocks (heldout_fraction 0 or documents shorter than a block)."
+        )
     return "\n".join(lines + notes) + "\n"
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--model", required=True, nargs="+", action="extend", help="model directories (results/pretrain/M, results/distill/S)")
+    ap.add_argument(
+        "--model",
+        required=True,
+        nargs="+",
+        action="extend",
+        help="model directories (results/pretrain/M, results/distill/S)",
+    )
     ap.add_argument("--out", required=True, help="output directory (results/tables)")
     return ap.parse_args(argv)
 
@@ -150,8 +218,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         if r.control is not None and r.loss is not None and r.control.loss is not None:
             log.info("%s: held-out MLM loss %.4f, control %s %.4f", r.model, r.loss, r.control.model, r.control.loss)
     provenance.record(
-        out / f"{TABLE}.csv", step="heldout_table", inputs={"models": list(args.model)},
-        outputs=[out / f"{TABLE}.csv", out / f"{TABLE}.md"], started=started, path=out / f"{TABLE}.provenance.json",
+        out / f"{TABLE}.csv",
+        step="heldout_table",
+        inputs={"models": list(args.model)},
+        outputs=[out / f"{TABLE}.csv", out / f"{TABLE}.md"],
+        started=started,
+        path=out / f"{TABLE}.provenance.json",
     )
 
 

@@ -11,7 +11,7 @@ import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any
 
 from ..errors import PipelineError
 from .settings import ReportSettings, RunEntry
@@ -27,7 +27,7 @@ class RunResult:
     seed: int
     path: str
     scores: dict[str, float]
-    dev: Optional[float]
+    dev: float | None
     precision: dict[str, float]
     recall: dict[str, float]
     restricted: bool
@@ -38,7 +38,7 @@ class RunResult:
         return next(iter(self.scores.values()))
 
 
-def _number(data: dict, key: str, path: str, optional: bool = False) -> Optional[float]:
+def _number(data: dict, key: str, path: str, optional: bool = False) -> float | None:
     if key not in data:
         if optional:
             return None
@@ -54,7 +54,7 @@ def _number(data: dict, key: str, path: str, optional: bool = False) -> Optional
     return float(value)
 
 
-def _dev_score(dev: Optional[dict]) -> Optional[float]:
+def _dev_score(dev: dict | None) -> float | None:
     # The dev score is informative only (runs on a selection fold's fixed steps have none).
     value = (dev or {}).get("score")
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -69,8 +69,7 @@ def _section(data: dict, key: str, path: str) -> dict:
     return section
 
 
-def parse_metrics(data: Any, run: RunEntry, metric: Union[str, dict[str, str]], names: list[str],
-                  path: str) -> RunResult:
+def parse_metrics(data: Any, run: RunEntry, metric: str | dict[str, str], names: list[str], path: str) -> RunResult:
     """Check one metrics.json document against the run it should describe; ``names`` are the
     metrics the tables read from its test section."""
     if not isinstance(data, dict):
@@ -100,8 +99,16 @@ def parse_metrics(data: Any, run: RunEntry, metric: Union[str, dict[str, str]], 
             if value is not None:
                 into[name] = value
     return RunResult(
-        model=run.model, task=run.task, fold=run.fold, seed=run.seed, path=path, scores=scores,
-        dev=_dev_score(dev), precision=precision, recall=recall, restricted=bool(data.get("restricted", False)),
+        model=run.model,
+        task=run.task,
+        fold=run.fold,
+        seed=run.seed,
+        path=path,
+        scores=scores,
+        dev=_dev_score(dev),
+        precision=precision,
+        recall=recall,
+        restricted=bool(data.get("restricted", False)),
     )
 
 
@@ -116,7 +123,9 @@ def load_runs(settings: ReportSettings, root: Path) -> tuple[list[RunResult], li
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
-            raise PipelineError(f"{run.metrics}: not valid JSON ({exc.msg} at line {exc.lineno}); rerun the fine-tuning step") from exc
+            raise PipelineError(
+                f"{run.metrics}: not valid JSON ({exc.msg} at line {exc.lineno}); rerun the fine-tuning step"
+            ) from exc
         task = settings.tasks[run.task]
         needed = list(dict.fromkeys(task.metric_of(view) for view in task.views()))
         found.append(parse_metrics(data, run, task.metric, needed, run.metrics))

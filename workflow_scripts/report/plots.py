@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 import logging
 from collections import defaultdict
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import matplotlib
 
@@ -25,9 +25,9 @@ import numpy as np  # noqa: E402
 from .. import provenance  # noqa: E402
 from ..atomic import atomic_file  # noqa: E402
 from ..cli import run  # noqa: E402
-from ..typed import to_dict  # noqa: E402
 from ..errors import PipelineError  # noqa: E402
 from ..tasks.metrics import LABELS  # noqa: E402
+from ..typed import to_dict  # noqa: E402
 from . import controls  # noqa: E402
 from .aggregate import primary_view  # noqa: E402
 from .metrics import RunResult, load_runs  # noqa: E402
@@ -86,7 +86,7 @@ def plot_scores(settings: ReportSettings, results: list[RunResult], path: Path) 
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.4 * rows), squeeze=False)
     rng = np.random.default_rng(0)
     shown: list[str] = []
-    for ax, task in zip(axes.flat, tasks):
+    for ax, task in zip(axes.flat, tasks, strict=False):
         t = settings.tasks[task]
         view = primary_view(t)
         metric, stat = t.metric_of(view), settings.aggregation.statistic_of(view)
@@ -100,10 +100,12 @@ def plot_scores(settings: ReportSettings, results: list[RunResult], path: Path) 
             # controls in grey with hollow dots, so no one reads them as one of the models
             colour = "0.5" if settings.models[model].is_control else f"C{i}"
             face = "none" if settings.models[model].is_control else colour
-            ax.hlines(summarise(scores, stat, [r.fold for r in runs]).value, i - 0.3, i + 0.3, color=colour,
-                      linewidth=2.5)
-            ax.scatter(i + rng.uniform(-0.15, 0.15, len(scores)), scores, edgecolors=colour, facecolors=face, s=14,
-                       zorder=3)
+            ax.hlines(
+                summarise(scores, stat, [r.fold for r in runs]).value, i - 0.3, i + 0.3, color=colour, linewidth=2.5
+            )
+            ax.scatter(
+                i + rng.uniform(-0.15, 0.15, len(scores)), scores, edgecolors=colour, facecolors=face, s=14, zorder=3
+            )
         # a run marked without its task being so was trained on credentialed data
         restricted = {r.model for r in results if r.task == task and r.restricted and not t.restricted}
         labels = [marked(controls.label(settings, m), settings.models[m].restricted or m in restricted) for m in models]
@@ -114,7 +116,7 @@ def plot_scores(settings: ReportSettings, results: list[RunResult], path: Path) 
         pad = max(1.0, 0.15 * (max(values) - min(values)))
         ax.set_xlim(-0.6, len(models) - 0.4)
         ax.set_ylim(min(values) - pad, max(values) + pad)
-    for ax in list(axes.flat)[len(tasks):]:
+    for ax in list(axes.flat)[len(tasks) :]:
         ax.axis("off")
     fig.suptitle(footnoted(f"{title}: dots are runs, lines the statistic of the task's benchmark", shown))
     fig.tight_layout()
@@ -179,7 +181,7 @@ def _draw(ax, settings: ReportSettings, logs: dict[str, dict], key: str) -> bool
     drew = False
     for model, series in logs.items():
         if series.get(key):
-            steps, values = zip(*sorted(series[key]))
+            steps, values = zip(*sorted(series[key]), strict=True)
             name = settings.models[model].display if model in settings.models else model
             ax.plot(steps, values, label=marked(name, model in settings.restricted_models))
             drew = True
@@ -190,7 +192,11 @@ def _draw(ax, settings: ReportSettings, logs: dict[str, dict], key: str) -> bool
 def plot_pretrain_loss(settings: ReportSettings, logs: dict[str, dict], path: Path) -> Path:
     title = "Pretraining loss"
     if not any(series.get("mlm") for series in logs.values()):
-        reason = "No pretraining log configured." if not settings.pretrain_logs else "No pretraining log with step and loss lines found."
+        reason = (
+            "No pretraining log configured."
+            if not settings.pretrain_logs
+            else "No pretraining log with step and loss lines found."
+        )
         return _placeholder(path, title, reason)
     fig, ax = plt.subplots(figsize=(6.5, 4))
     _draw(ax, settings, logs, "mlm")
@@ -207,7 +213,7 @@ def plot_pretrain_speed(settings: ReportSettings, logs: dict[str, dict], path: P
     if not any(series.get(key) for series in logs.values() for key, _, _ in SPEED_PANELS):
         return _placeholder(path, title, "No pretraining log with learning rate, speed or memory lines found.")
     fig, axes = plt.subplots(2, 2, figsize=(9, 6))
-    for ax, (key, label, absent) in zip(axes.flat, SPEED_PANELS):
+    for ax, (key, label, absent) in zip(axes.flat, SPEED_PANELS, strict=True):
         if not _draw(ax, settings, logs, key):
             ax.text(0.5, 0.5, absent, ha="center", va="center", transform=ax.transAxes)
             ax.set_xticks([])
@@ -231,7 +237,9 @@ def read_diagnostics(path: Path) -> dict[str, dict]:
     tokenizers = data.get("tokenizers") if isinstance(data, dict) else None
     if not isinstance(tokenizers, dict):
         raise PipelineError(f"{path}: key 'tokenizers' must be a mapping of tokenizer name to its figures")
-    return {name: t for name, t in tokenizers.items() if isinstance(t, dict) and isinstance(t.get("fragmentation"), dict)}
+    return {
+        name: t for name, t in tokenizers.items() if isinstance(t, dict) and isinstance(t.get("fragmentation"), dict)
+    }
 
 
 def plot_vocab(settings: ReportSettings, root: Path, path: Path) -> tuple[Path, list[Path]]:
@@ -252,12 +260,16 @@ def plot_vocab(settings: ReportSettings, root: Path, path: Path) -> tuple[Path, 
             if name in settings.restricted_vocabularies or name in settings.restricted_models:
                 restricted.add(label)
     if not series:
-        reason = "No vocabulary diagnostics configured." if not settings.vocab_diagnostics else "No vocabulary diagnostics found."
+        reason = (
+            "No vocabulary diagnostics configured."
+            if not settings.vocab_diagnostics
+            else "No vocabulary diagnostics found."
+        )
         return _placeholder(path, title, reason), used
     tasks = sorted({task for t in series.values() for task in t["fragmentation"]})
     fig, axes = plt.subplots(1, 2, figsize=(max(8, 1.6 * len(tasks) * 2), 4), sharey=True)
     width = 0.8 / len(series)
-    for ax, key, label in zip(axes, ("all_words", "entity_words"), ("all words", "entity words")):
+    for ax, key, label in zip(axes, ("all_words", "entity_words"), ("all words", "entity words"), strict=True):
         for i, (name, t) in enumerate(series.items()):
             values = [_number(t["fragmentation"].get(task, {}).get(key)) for task in tasks]
             legend = name

@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 from ..errors import PipelineError
 from .groups import ALL, CLASSIF, CLINICAL, PUBMED, SEQ_LAB, TaskKind
@@ -70,7 +69,7 @@ class ReferenceTable:
     values: dict[str, dict[str, float]]
     models: list[str]
 
-    def get(self, row: str, model: str) -> Optional[float]:
+    def get(self, row: str, model: str) -> float | None:
         return self.values.get(row, {}).get(model)
 
     def require_model(self, model: str, key: str) -> None:
@@ -99,7 +98,7 @@ def read_reference(path: str | Path) -> ReferenceTable:
         if len(row) != len(models) + 1:
             raise PipelineError(f"{path}:{lineno}: expected {len(models) + 1} fields, got {len(row)}")
         cells = {}
-        for model, cell in zip(models, row[1:]):
+        for model, cell in zip(models, row[1:], strict=True):
             try:
                 cells[model] = float(cell)
             except ValueError:

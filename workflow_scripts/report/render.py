@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Sequence
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
-from typing import Optional, Sequence
 
 from ..atomic import write_text
 
@@ -30,12 +30,35 @@ def marked(label: str, restricted: bool) -> str:
 
 _TEX_MARKS = {RESTRICTED: r"\dagger", INCOMPLETE: r"\ddagger"}
 _TEX_ESCAPES = {
-    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
-    "—": "---", "−": "-", "±": r"$\pm$", "↔": r"$\leftrightarrow$",
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "—": "---",
+    "−": "-",
+    "±": r"$\pm$",
+    "↔": r"$\leftrightarrow$",
 }
 
 DisplayCell = tuple[str, str]
+
+
+CSV_DIGITS = 4
+
+
+def csv_number(value: float | None) -> float | None:
+    """A value as the CSV files hold it: rounded to CSV_DIGITS decimals."""
+    return None if value is None else round(value, CSV_DIGITS)
+
+
+def csv_percent(fraction: float | None) -> float | None:
+    return None if fraction is None else csv_number(100.0 * fraction)
 
 
 def _half_up(value: float, digits: int) -> Decimal:
@@ -43,11 +66,11 @@ def _half_up(value: float, digits: int) -> Decimal:
     return Decimal(repr(round(value, 9))).quantize(Decimal(1).scaleb(-digits), rounding=ROUND_HALF_UP)
 
 
-def number(value: Optional[float], digits: int = 1) -> str:
+def number(value: float | None, digits: int = 1) -> str:
     return "" if value is None else str(_half_up(value, digits))
 
 
-def signed(value: Optional[float], digits: int = 1) -> str:
+def signed(value: float | None, digits: int = 1) -> str:
     if value is None:
         return ""
     rounded = _half_up(value, digits)
@@ -56,7 +79,7 @@ def signed(value: Optional[float], digits: int = 1) -> str:
     return ("+" if rounded >= 0 else "") + str(rounded)
 
 
-def with_published(value: Optional[float], published: Optional[float], digits: int) -> str:
+def with_published(value: float | None, published: float | None, digits: int) -> str:
     """``91.7 (93.0, -1.3)``: ours, then the published value and the difference."""
     if value is None:
         text = NO_VALUE
@@ -82,7 +105,9 @@ def _used_marks(rows: Sequence[Sequence[DisplayCell]]) -> list[str]:
     return [m for m in LEGEND if m in used]
 
 
-def markdown(title: str, header: Sequence[str], rows: Sequence[Sequence[DisplayCell]], notes: Sequence[str] = ()) -> str:
+def markdown(
+    title: str, header: Sequence[str], rows: Sequence[Sequence[DisplayCell]], notes: Sequence[str] = ()
+) -> str:
     def line(cells: Sequence[str]) -> str:
         return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
@@ -100,7 +125,9 @@ def tex_escape(text: str) -> str:
     return "".join(_TEX_ESCAPES.get(ch, ch) for ch in text)
 
 
-def latex(caption: str, label: str, header: Sequence[str], rows: Sequence[Sequence[DisplayCell]], notes: Sequence[str] = ()) -> str:
+def latex(
+    caption: str, label: str, header: Sequence[str], rows: Sequence[Sequence[DisplayCell]], notes: Sequence[str] = ()
+) -> str:
     def cell(text: str, marks: str) -> str:
         sup = "".join(_TEX_MARKS.get(m, m) for m in marks)
         return tex_escape(text) + (f"$^{{{sup}}}$" if sup else "")

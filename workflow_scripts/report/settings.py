@@ -7,15 +7,14 @@ and the provenance audit all read the same file.
 from __future__ import annotations
 
 import argparse
-
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, Optional, Union
+from typing import Literal
 
-from ..typed import load_settings
 from ..errors import PipelineError
 from ..tasks.metrics import check_task_metric, metric_for, metric_names
 from ..tasks.spec import BENCHMARKS
+from ..typed import load_settings
 
 TaskType = Literal["ner", "pico", "relation", "similarity", "doc_classification", "qa", "nli"]
 Statistic = Literal["median", "mean"]
@@ -25,13 +24,19 @@ OTHER = "other"
 
 @dataclass
 class Published:
-    lewis: Optional[str] = field(
+    lewis: str | None = field(
         default=None,
-        metadata={"help": "Column name of the published counterpart in the Lewis et al. reference CSV (e.g. 'ours-base+PM'), or null."},
+        metadata={
+            "help": "Column name of the published counterpart in the Lewis et al. reference CSV "
+            "(e.g. 'ours-base+PM'), or null."
+        },
     )
-    blurb: Optional[str] = field(
+    blurb: str | None = field(
         default=None,
-        metadata={"help": "Column name of the published counterpart in the Gu et al. BLURB reference CSV (e.g. 'PubMedBERT-uncased'), or null."},
+        metadata={
+            "help": "Column name of the published counterpart in the Gu et al. BLURB reference CSV "
+            "(e.g. 'PubMedBERT-uncased'), or null."
+        },
     )
 
 
@@ -40,14 +45,17 @@ class ReportModel:
     display: str = field(metadata={"help": "Name shown in table headers and plot legends."})
     kind: Literal["pretrain", "distill", "external", "control", "baseline"] = field(
         default="pretrain",
-        metadata={"help": "How the model was obtained: pretrained here, distilled here, an external checkpoint, "
-                          "a no-pretraining control or the no-training baseline."},
+        metadata={
+            "help": "How the model was obtained: pretrained here, distilled here, an external checkpoint, "
+            "a no-pretraining control or the no-training baseline."
+        },
     )
     published: Published = field(
         default_factory=Published, metadata={"help": "Published counterparts whose numbers are shown beside ours."}
     )
     restricted: bool = field(
-        default=False, metadata={"help": "The model was trained on credentialed data (MIMIC-III...): its results are marked."}
+        default=False,
+        metadata={"help": "The model was trained on credentialed data (MIMIC-III...): its results are marked."},
     )
 
     @property
@@ -58,35 +66,64 @@ class ReportModel:
 
 @dataclass
 class TaskReference:
-    lewis: Optional[str] = field(default=None, metadata={"help": "Row name of this task in the Lewis et al. reference CSV (e.g. 'BC5CDR-C.')."})
-    blurb: Optional[str] = field(default=None, metadata={"help": "Row name of this task in the Gu et al. BLURB reference CSV (e.g. 'BC5-chem')."})
+    lewis: str | None = field(
+        default=None, metadata={"help": "Row name of this task in the Lewis et al. reference CSV (e.g. 'BC5CDR-C.')."}
+    )
+    blurb: str | None = field(
+        default=None, metadata={"help": "Row name of this task in the Gu et al. BLURB reference CSV (e.g. 'BC5-chem')."}
+    )
 
 
 @dataclass
 class TaskEntry:
     display: str = field(metadata={"help": "Name shown in table rows and plot titles."})
-    type: TaskType = field(metadata={"help": "Task type; decides the Lewis group (Seq. Lab./Classif.) and the BLURB type."})
-    metric: Union[str, dict[str, str]] = field(
+    type: TaskType = field(
+        metadata={"help": "Task type; decides the Lewis group (Seq. Lab./Classif.) and the BLURB type."}
+    )
+    metric: str | dict[str, str] = field(
         metadata={"help": "The task's metric name, or one per benchmark; its metrics.json files must name the same."}
     )
-    domain: Literal["pubmed", "clinical"] = field(default="pubmed", metadata={"help": "Text domain; decides the PubMed/Clinical group."})
-    benchmarks: list[str] = field(default_factory=list, metadata={"help": "Benchmarks the task counts towards: lewis (group means) and/or blurb (BLURB score)."})
-    reference: TaskReference = field(default_factory=TaskReference, metadata={"help": "Names of this task in the published reference tables."})
-    folds: int = field(default=0, metadata={"help": "Cross-validation folds: 0 for a fixed train/dev/test split (run as fold 0), 10 for GAD and EU-ADR."})
-    selection_fold: Optional[int] = field(
-        default=None, metadata={"help": "Fold used only to choose hyper-parameters; excluded from the statistic (Lewis et al.)."}
+    domain: Literal["pubmed", "clinical"] = field(
+        default="pubmed", metadata={"help": "Text domain; decides the PubMed/Clinical group."}
     )
-    restricted: bool = field(default=False, metadata={"help": "Credentialed data (i2b2, MedNLI, MIMIC-III): results are marked in the tables."})
-    seeds: list[int] = field(default_factory=list, metadata={"help": "Fine-tuning seeds configured for the task; fewer runs than seeds x folds are flagged."})
+    benchmarks: list[str] = field(
+        default_factory=list,
+        metadata={"help": "Benchmarks the task counts towards: lewis (group means) and/or blurb (BLURB score)."},
+    )
+    reference: TaskReference = field(
+        default_factory=TaskReference, metadata={"help": "Names of this task in the published reference tables."}
+    )
+    folds: int = field(
+        default=0,
+        metadata={
+            "help": "Cross-validation folds: 0 for a fixed train/dev/test split (run as fold 0), 10 for GAD and EU-ADR."
+        },
+    )
+    selection_fold: int | None = field(
+        default=None,
+        metadata={"help": "Fold used only to choose hyper-parameters; excluded from the statistic (Lewis et al.)."},
+    )
+    restricted: bool = field(
+        default=False,
+        metadata={"help": "Credentialed data (i2b2, MedNLI, MIMIC-III): results are marked in the tables."},
+    )
+    seeds: list[int] = field(
+        default_factory=list,
+        metadata={"help": "Fine-tuning seeds configured for the task; fewer runs than seeds x folds are flagged."},
+    )
 
     def validate(self, where: str) -> None:
         unknown = [b for b in self.benchmarks if b not in BENCHMARKS]
         if unknown:
-            raise PipelineError(f"{where}.benchmarks: unknown benchmark {unknown[0]!r} (allowed: {', '.join(BENCHMARKS)})")
+            raise PipelineError(
+                f"{where}.benchmarks: unknown benchmark {unknown[0]!r} (allowed: {', '.join(BENCHMARKS)})"
+            )
         if self.folds < 0:
             raise PipelineError(f"{where}.folds: must be 0 (fixed split) or a number of folds, got {self.folds}")
         if self.selection_fold is not None and self.folds < 2:
-            raise PipelineError(f"{where}.selection_fold: a task without cross-validation folds has none to spare; set it to null")
+            raise PipelineError(
+                f"{where}.selection_fold: a task without cross-validation folds has none to spare; set it to null"
+            )
         if self.selection_fold is not None and not 0 <= self.selection_fold < self.folds:
             raise PipelineError(f"{where}.selection_fold: {self.selection_fold} is not a fold in 0..{self.folds - 1}")
         if len(set(self.seeds)) != len(self.seeds):
@@ -136,15 +173,21 @@ class Statistics:
 
 @dataclass
 class Aggregation:
-    statistic: Union[Statistic, Statistics] = field(
+    statistic: Statistic | Statistics = field(
         default_factory=Statistics,
         metadata={"help": "Statistic over seeds per benchmark ({lewis: median, blurb: mean}), or one for all."},
     )
-    bootstrap_samples: int = field(default=1000, metadata={"help": "Bootstrap resamples for the confidence interval of each cell and each paired difference."})
+    bootstrap_samples: int = field(
+        default=1000,
+        metadata={"help": "Bootstrap resamples for the confidence interval of each cell and each paired difference."},
+    )
     confidence: float = field(default=0.95, metadata={"help": "Confidence level of the bootstrap intervals."})
-    bootstrap_seed: int = field(default=0, metadata={"help": "Seed of the bootstrap resampling, so tables are reproducible."})
+    bootstrap_seed: int = field(
+        default=0, metadata={"help": "Seed of the bootstrap resampling, so tables are reproducible."}
+    )
     compare: list[list[str]] = field(
-        default_factory=list, metadata={"help": "Pairs [MODEL_A, MODEL_B] compared per task on runs with the same seed and fold."}
+        default_factory=list,
+        metadata={"help": "Pairs [MODEL_A, MODEL_B] compared per task on runs with the same seed and fold."},
     )
 
     def statistic_of(self, view: str) -> Statistic:
@@ -162,19 +205,36 @@ class Aggregation:
 
 @dataclass
 class ReferencePaths:
-    lewis: Optional[str] = field(default=None, metadata={"help": "CSV of Lewis et al. (2020) Table 7 test medians (tasks x models)."})
-    blurb: Optional[str] = field(default=None, metadata={"help": "CSV of Gu et al. (2021) Table 6 BLURB test results (tasks x models)."})
+    lewis: str | None = field(
+        default=None, metadata={"help": "CSV of Lewis et al. (2020) Table 7 test medians (tasks x models)."}
+    )
+    blurb: str | None = field(
+        default=None, metadata={"help": "CSV of Gu et al. (2021) Table 6 BLURB test results (tasks x models)."}
+    )
 
 
 @dataclass
 class ReportSettings:
-    models: dict[str, ReportModel] = field(default_factory=dict, metadata={"help": "Models shown in the tables, by name."})
-    tasks: dict[str, TaskEntry] = field(default_factory=dict, metadata={"help": "Tasks shown in the tables, by name, in display order."})
-    runs: list[RunEntry] = field(default_factory=list, metadata={"help": "Every fine-tuning run expected behind the tables."})
-    aggregation: Aggregation = field(default_factory=Aggregation, metadata={"help": "How runs are summarised and compared."})
+    models: dict[str, ReportModel] = field(
+        default_factory=dict, metadata={"help": "Models shown in the tables, by name."}
+    )
+    tasks: dict[str, TaskEntry] = field(
+        default_factory=dict, metadata={"help": "Tasks shown in the tables, by name, in display order."}
+    )
+    runs: list[RunEntry] = field(
+        default_factory=list, metadata={"help": "Every fine-tuning run expected behind the tables."}
+    )
+    aggregation: Aggregation = field(
+        default_factory=Aggregation, metadata={"help": "How runs are summarised and compared."}
+    )
     reference: ReferencePaths = field(default_factory=ReferencePaths, metadata={"help": "Published reference tables."})
-    pretrain_logs: dict[str, str] = field(default_factory=dict, metadata={"help": "Pretraining train_log.jsonl per model, for the loss, schedule, speed and memory plots."})
-    vocab_diagnostics: dict[str, str] = field(default_factory=dict, metadata={"help": "diagnostics.json per vocabulary, for the fragmentation plot."})
+    pretrain_logs: dict[str, str] = field(
+        default_factory=dict,
+        metadata={"help": "Pretraining train_log.jsonl per model, for the loss, schedule, speed and memory plots."},
+    )
+    vocab_diagnostics: dict[str, str] = field(
+        default_factory=dict, metadata={"help": "diagnostics.json per vocabulary, for the fragmentation plot."}
+    )
     restricted_models: list[str] = field(
         default_factory=list, metadata={"help": "Models derived from credentialed data (marked in plot legends)."}
     )

@@ -10,8 +10,8 @@ five seeds its smallest possible two-sided value is 1/16, so it cannot by itself
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Optional, Sequence
 
 import numpy as np
 
@@ -23,7 +23,7 @@ EXACT_SIGN_FLIP_MAX = 16
 class Summary:
     value: float
     mean: float
-    std: Optional[float]
+    std: float | None
     min: float
     max: float
     n: int
@@ -32,12 +32,12 @@ class Summary:
 def per_fold(values: Sequence[float], folds: Sequence[int], statistic: str) -> list[float]:
     """The statistic over the values (seeds) of each fold, in fold order."""
     by_fold: dict[int, list[float]] = {}
-    for value, fold in zip(values, folds):
+    for value, fold in zip(values, folds, strict=True):
         by_fold.setdefault(fold, []).append(value)
     return [float(STATISTICS[statistic](by_fold[f])) for f in sorted(by_fold)]
 
 
-def summarise(values: Sequence[float], statistic: str = "median", folds: Optional[Sequence[int]] = None) -> Summary:
+def summarise(values: Sequence[float], statistic: str = "median", folds: Sequence[int] | None = None) -> Summary:
     """The chosen statistic and the spread of ``values`` (sample std; none for a single run).
     With ``folds`` (each value's fold) the statistic is taken over seeds within each fold, then
     over the folds' values (Lewis et al. on GAD and EU-ADR); the spread is over all runs."""
@@ -56,8 +56,12 @@ def summarise(values: Sequence[float], statistic: str = "median", folds: Optiona
 
 
 def bootstrap_ci(
-    values: Sequence[float], statistic: str, samples: int, confidence: float, seed: int,
-    folds: Optional[Sequence[int]] = None,
+    values: Sequence[float],
+    statistic: str,
+    samples: int,
+    confidence: float,
+    seed: int,
+    folds: Sequence[int] | None = None,
 ) -> tuple[float, float]:
     """Percentile bootstrap interval of ``statistic`` over resamples of ``values`` (with
     ``folds``: of the per-fold statistics, when there are several folds)."""
@@ -100,9 +104,7 @@ class Paired:
         return self.ci_low > 0 or self.ci_high < 0
 
 
-def paired_comparison(
-    a: Sequence[float], b: Sequence[float], samples: int, confidence: float, seed: int
-) -> Paired:
+def paired_comparison(a: Sequence[float], b: Sequence[float], samples: int, confidence: float, seed: int) -> Paired:
     """Compare paired scores ``a[i]`` and ``b[i]`` (same fold and seed)."""
     d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
     lo, hi = bootstrap_ci(d, "mean", samples, confidence, seed)

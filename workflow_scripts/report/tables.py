@@ -15,27 +15,26 @@ definitions in ``groups``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional, Sequence
 
 from .. import provenance
-from ..cli import run
 from ..atomic import write_text
+from ..cli import run
+from ..tasks.metrics import LABELS
 from ..typed import to_dict
 from . import controls, render
-from ..tasks.metrics import LABELS
-from .aggregate import (Cell, SummaryRow, blurb_scores, build_cells, compare, lewis_groups, missing_runs,
-                        primary_view)
-from .group_compare import GROUP_PREFIX, compare_groups
+from .aggregate import Cell, SummaryRow, blurb_scores, build_cells, lewis_groups, missing_runs, primary_view
 from .groups import GROUPS
 from .metrics import RunResult, load_runs
+from .missing import missing_report
 from .reference import BLURB_SCORE_ROW, BLURB_TASKS, LEWIS_TASKS, ReferenceTable, read_reference
 from .render import INCOMPLETE, NO_VALUE, RESTRICTED
 from .settings import ReportSettings, RunEntry, load, parse_args
+from .spread import comparisons_csv, spread_csv
 
 log = logging.getLogger(__name__)
-CSV_DIGITS = 4
 
 
 @dataclass
@@ -44,14 +43,6 @@ class Built:
     results: list[RunResult]
     missing: list[RunEntry]
     cells: dict[tuple[str, str, str], Cell]
-
-
-def _r(value: Optional[float]) -> Optional[float]:
-    return None if value is None else round(value, CSV_DIGITS)
-
-
-def _pct(fraction: Optional[float]) -> Optional[float]:
-    return None if fraction is None else _r(100.0 * fraction)
 
 
 def load_references(settings: ReportSettings, root: Path) -> dict[str, ReferenceTable]:
@@ -73,12 +64,24 @@ def load_references(settings: ReportSettings, root: Path) -> dict[str, Reference
                 table.require_row(row, f"tasks.{name}.reference.{bench}")
         kind = LEWIS_TASKS.get(t.reference.lewis or "")
         if kind and (kind.type, kind.domain) != (t.type, t.domain):
-            log.warning("tasks.%s: type %s/%s differs from %s in Lewis et al. (%s/%s); its group follows ours",
-                        name, t.type, t.domain, t.reference.lewis, kind.type, kind.domain)
+            log.warning(
+                "tasks.%s: type %s/%s differs from %s in Lewis et al. (%s/%s); its group follows ours",
+                name,
+                t.type,
+                t.domain,
+                t.reference.lewis,
+                kind.type,
+                kind.domain,
+            )
         blurb_type = BLURB_TASKS.get(t.reference.blurb or "")
         if blurb_type and blurb_type != t.type:
-            log.warning("tasks.%s: type %s differs from %s in BLURB (%s); its BLURB type follows ours",
-                        name, t.type, t.reference.blurb, blurb_type)
+            log.warning(
+                "tasks.%s: type %s differs from %s in BLURB (%s); its BLURB type follows ours",
+                name,
+                t.type,
+                t.reference.blurb,
+                blurb_type,
+            )
     return refs
 
 
@@ -86,7 +89,7 @@ def _marks(restricted: bool, incomplete: bool) -> str:
     return (RESTRICTED if restricted else "") + (INCOMPLETE if incomplete else "")
 
 
-def _cell_display(cell: Cell, published: Optional[float], digits: int) -> render.DisplayCell:
+def _cell_display(cell: Cell, published: float | None, digits: int) -> render.DisplayCell:
     return render.with_published(cell.value, published, digits), _marks(cell.restricted, cell.status != "ok")
 
 
@@ -122,24 +125,54 @@ def _folds_note(settings: ReportSettings, tasks: Sequence[str]) -> list[str]:
     if not folded:
         return []
     names = ", ".join(t.display for t in folded)
-    return [f"{names}: the statistic over the seeds of each fold, then over the folds other than the one that "
-            "chose the hyper-parameters."]
+    return [
+        f"{names}: the statistic over the seeds of each fold, then over the folds other than the one that "
+        "chose the hyper-parameters."
+    ]
 
 
 def medians_table(settings: ReportSettings, cells: dict, groups: dict, out: Path) -> list[Path]:
     lewis_stat = settings.aggregation.statistic_of("lewis")
-    header = ["model", "model_display", "task", "task_display", "benchmark", "metric", "statistic", "value", "n",
-              "expected_n", "status", "published", "published_source", "difference", "restricted", "note"]
+    header = [
+        "model",
+        "model_display",
+        "task",
+        "task_display",
+        "benchmark",
+        "metric",
+        "statistic",
+        "value",
+        "n",
+        "expected_n",
+        "status",
+        "published",
+        "published_source",
+        "difference",
+        "restricted",
+        "note",
+    ]
     shown = {name: cells_of(cells, name, primary_view(t)) for name, t in settings.tasks.items()}
     rows = [
         {
-            "model": c.model, "model_display": settings.models[c.model].display, "task": c.task,
-            "task_display": settings.tasks[c.task].display, "benchmark": c.view, "metric": c.metric,
-            "statistic": c.statistic, "value": _r(c.value), "n": c.n, "expected_n": c.expected, "status": c.status,
-            "published": c.published, "published_source": c.published_source, "difference": _r(c.difference),
-            "restricted": c.restricted, "note": c.note,
+            "model": c.model,
+            "model_display": settings.models[c.model].display,
+            "task": c.task,
+            "task_display": settings.tasks[c.task].display,
+            "benchmark": c.view,
+            "metric": c.metric,
+            "statistic": c.statistic,
+            "value": render.csv_number(c.value),
+            "n": c.n,
+            "expected_n": c.expected,
+            "status": c.status,
+            "published": c.published,
+            "published_source": c.published_source,
+            "difference": render.csv_number(c.difference),
+            "restricted": c.restricted,
+            "note": c.note,
         }
-        for by_model in shown.values() for c in by_model.values()
+        for by_model in shown.values()
+        for c in by_model.values()
     ]
     models = list(settings.models)
     display = [
@@ -148,13 +181,22 @@ def medians_table(settings: ReportSettings, cells: dict, groups: dict, out: Path
         for name, t in settings.tasks.items()
     ]
     if any("lewis" in t.benchmarks for t in settings.tasks.values()):
-        display += [[(f"Mean ({g})", ""), (f"mean of the tasks' {lewis_stat}s", "")]
-                    + [_row_display(groups[m][g], 1) for m in models] for g in GROUPS]
+        display += [
+            [(f"Mean ({g})", ""), (f"mean of the tasks' {lewis_stat}s", "")]
+            + [_row_display(groups[m][g], 1) for m in models]
+            for g in GROUPS
+        ]
     title = "Test results per task (x100), each in its benchmark's metric and statistic over seeds"
     return render.write_table(
-        out, "medians", header, rows, title,
-        ["Task", "Metric, statistic"] + controls.labels(settings, models), display,
-        _published_note(settings, "lewis", "blurb") + _folds_note(settings, list(settings.tasks))
+        out,
+        "medians",
+        header,
+        rows,
+        title,
+        ["Task", "Metric, statistic"] + controls.labels(settings, models),
+        display,
+        _published_note(settings, "lewis", "blurb")
+        + _folds_note(settings, list(settings.tasks))
         + controls.notes(settings),
     )
 
@@ -165,14 +207,34 @@ def cells_of(cells: dict, task: str, view: str) -> dict[str, Cell]:
 
 
 def summary_table(
-    settings: ReportSettings, summaries: dict, out: Path, stem: str, bench: str, label: str, title: str, digits: int,
+    settings: ReportSettings,
+    summaries: dict,
+    out: Path,
+    stem: str,
+    bench: str,
+    label: str,
+    title: str,
+    digits: int,
     row_header: str = "",
 ) -> list[Path]:
     """A benchmark's table: its tasks' cells (the BLURB table lists them), then the summary rows
     (group means, type means, the BLURB score), each beside the published value."""
     stat = settings.aggregation.statistic_of(bench)
-    header = ["model", "model_display", label, "metric", "statistic", "value", "published", "published_source",
-              "difference", "members", "missing", "restricted", "note"]
+    header = [
+        "model",
+        "model_display",
+        label,
+        "metric",
+        "statistic",
+        "value",
+        "published",
+        "published_source",
+        "difference",
+        "members",
+        "missing",
+        "restricted",
+        "note",
+    ]
     tasks = [n for n, t in settings.tasks.items() if bench in t.benchmarks] if bench == "blurb" else []
     models = list(settings.models)
     rows = []
@@ -180,116 +242,60 @@ def summary_table(
         column = getattr(settings.models[model].published, bench)
         for name in tasks:
             c = summaries["cells"][(model, name, bench)]
-            rows.append({
-                "model": model, "model_display": settings.models[model].display, label: name, "metric": c.metric,
-                "statistic": stat, "value": _r(c.value), "published": c.published, "published_source": column or "",
-                "difference": _r(c.difference), "members": name, "missing": "" if c.value is not None else name,
-                "restricted": c.restricted, "note": c.note,
-            })
+            rows.append(
+                {
+                    "model": model,
+                    "model_display": settings.models[model].display,
+                    label: name,
+                    "metric": c.metric,
+                    "statistic": stat,
+                    "value": render.csv_number(c.value),
+                    "published": c.published,
+                    "published_source": column or "",
+                    "difference": render.csv_number(c.difference),
+                    "members": name,
+                    "missing": "" if c.value is not None else name,
+                    "restricted": c.restricted,
+                    "note": c.note,
+                }
+            )
         for name, row in summaries["rows"][model].items():
-            rows.append({
-                "model": model, "model_display": settings.models[model].display, label: name, "metric": "",
-                "statistic": stat, "value": _r(row.ours.value),
-                "published": _r(row.published.value) if row.published else None,
-                "published_source": column or "", "difference": _r(row.difference),
-                "members": ";".join(row.ours.members), "missing": ";".join(row.ours.missing),
-                "restricted": row.restricted, "note": row.note,
-            })
+            rows.append(
+                {
+                    "model": model,
+                    "model_display": settings.models[model].display,
+                    label: name,
+                    "metric": "",
+                    "statistic": stat,
+                    "value": render.csv_number(row.ours.value),
+                    "published": render.csv_number(row.published.value) if row.published else None,
+                    "published_source": column or "",
+                    "difference": render.csv_number(row.difference),
+                    "members": ";".join(row.ours.members),
+                    "missing": ";".join(row.ours.missing),
+                    "restricted": row.restricted,
+                    "note": row.note,
+                }
+            )
     names = list(next(iter(summaries["rows"].values())).keys()) if summaries["rows"] else []
     display = [
         [(settings.tasks[n].display, ""), (_measure(settings, n, bench), "")]
-        + [_cell_display(summaries["cells"][(m, n, bench)], summaries["cells"][(m, n, bench)].published, digits)
-           for m in models]
+        + [
+            _cell_display(summaries["cells"][(m, n, bench)], summaries["cells"][(m, n, bench)].published, digits)
+            for m in models
+        ]
         for n in tasks
     ]
-    display += [[(n, ""), ("mean of the type means" if n == BLURB_SCORE_ROW else f"mean of per-task {stat}s", "")]
-                + [_row_display(summaries["rows"][m][n], digits) for m in models] for n in names]
+    display += [
+        [(n, ""), ("mean of the type means" if n == BLURB_SCORE_ROW else f"mean of per-task {stat}s", "")]
+        + [_row_display(summaries["rows"][m][n], digits) for m in models]
+        for n in names
+    ]
     header_row = [row_header or label.capitalize(), "Metric, statistic"] + controls.labels(settings, models)
     notes = _published_note(settings, bench)
     notes += _folds_note(settings, [n for n, t in settings.tasks.items() if bench in t.benchmarks])
     notes += controls.notes(settings)
     return render.write_table(out, stem, header, rows, title, header_row, display, notes)
-
-
-def spread_csv(settings: ReportSettings, cells: dict, out: Path) -> Path:
-    agg = settings.aggregation
-    header = ["model", "task", "benchmark", "metric", "statistic", "value", "mean", "std", "min", "max", "n",
-              "expected_n", "ci_low", "ci_high", "confidence", "bootstrap_samples", "precision", "recall", "status",
-              "restricted"]
-    rows = []
-    for c in cells.values():
-        s = c.summary
-        rows.append({
-            "model": c.model, "task": c.task, "benchmark": c.view, "metric": c.metric, "statistic": c.statistic,
-            "value": _r(c.value), "mean": _pct(s.mean if s else None), "std": _pct(s.std if s else None),
-            "min": _pct(s.min if s else None), "max": _pct(s.max if s else None), "n": c.n, "expected_n": c.expected,
-            "ci_low": _pct(c.ci[0] if c.ci else None), "ci_high": _pct(c.ci[1] if c.ci else None),
-            "confidence": agg.confidence, "bootstrap_samples": agg.bootstrap_samples,
-            "precision": _pct(c.precision), "recall": _pct(c.recall), "status": c.status, "restricted": c.restricted,
-        })
-    path = out / "spread.csv"
-    write_text(path, render.csv_text(header, rows))
-    return path
-
-
-def comparisons_csv(settings: ReportSettings, cells: dict, groups: dict, out: Path) -> Path:
-    agg = settings.aggregation
-    header = ["task", "benchmark", "metric", "model_a", "model_b", "statistic", "value_a", "value_b", "difference",
-              "n_pairs", "mean_paired_difference", "ci_low", "ci_high", "confidence", "p_sign_flip", "wins_a",
-              "wins_b", "beyond_noise", "note"]
-    rows = []
-    for c in compare(settings, cells):
-        p = c.paired
-        diff = None if c.cell_a.value is None or c.cell_b.value is None else c.cell_a.value - c.cell_b.value
-        rows.append({
-            "task": c.task, "benchmark": c.view, "metric": c.cell_a.metric, "model_a": c.model_a,
-            "model_b": c.model_b, "statistic": c.cell_a.statistic,
-            "value_a": _r(c.cell_a.value), "value_b": _r(c.cell_b.value), "difference": _r(diff),
-            "n_pairs": c.n_pairs,
-            "mean_paired_difference": _r(100 * p.mean_diff) if p else None,
-            "ci_low": _r(100 * p.ci_low) if p else None, "ci_high": _r(100 * p.ci_high) if p else None,
-            "confidence": agg.confidence, "p_sign_flip": _r(p.p_sign_flip) if p else None,
-            "wins_a": p.wins if p else None, "wins_b": p.losses if p else None,
-            "beyond_noise": p.beyond_noise if p else None, "note": c.note,
-        })
-    for g in compare_groups(settings, cells, groups):
-        p = g.paired
-        diff = None if g.value_a is None or g.value_b is None else g.value_a - g.value_b
-        rows.append({
-            "task": GROUP_PREFIX + g.group, "benchmark": "lewis", "metric": "mean over the group's tasks",
-            "model_a": g.model_a, "model_b": g.model_b, "statistic": "mean",
-            "value_a": _r(g.value_a), "value_b": _r(g.value_b), "difference": _r(diff), "n_pairs": g.n_pairs,
-            "mean_paired_difference": _r(100 * p.mean_diff) if p else None,
-            "ci_low": _r(100 * p.ci_low) if p else None, "ci_high": _r(100 * p.ci_high) if p else None,
-            "confidence": agg.confidence, "p_sign_flip": _r(p.p_sign_flip) if p else None,
-            "wins_a": p.wins if p else None, "wins_b": p.losses if p else None,
-            "beyond_noise": p.beyond_noise if p else None, "note": g.note,
-        })
-    path = out / "comparisons.csv"
-    write_text(path, render.csv_text(header, rows))
-    return path
-
-
-def missing_report(settings: ReportSettings, missing, cells: dict, groups: dict, blurb: dict) -> str:
-    """Everything that keeps a number out of the tables or rests on fewer runs than configured."""
-    runs = [f"- metrics file missing: {m}" for m in missing_runs(missing)]
-    by_run = {(c.model, c.task): c for c in cells.values()}
-    runs += [f"- {c.model} / {c.task}: {c.note}" for c in by_run.values() if c.status != "ok"]
-    summaries = [
-        f"- {model} {kind} {name}: {row.ours.note}"
-        for kind, table in (("group", groups), ("BLURB", blurb))
-        for model, rows in table.items()
-        for name, row in rows.items()
-        if row.ours.value is None
-    ]
-    for line in runs:
-        log.warning(line[2:])
-    return "\n".join([
-        "# Missing results", "",
-        "## Runs", "", *(runs or ["Every configured run has a result."]), "",
-        "## Group means and BLURB scores not computed", "",
-        *(summaries or ["Every group mean and BLURB score was computed."]), "",
-    ])
 
 
 def build(settings: ReportSettings, out: Path, root: Path = Path(".")) -> Built:
@@ -304,11 +310,27 @@ def build(settings: ReportSettings, out: Path, root: Path = Path(".")) -> Built:
     out.mkdir(parents=True, exist_ok=True)
     agg = settings.aggregation
     written = medians_table(settings, cells, groups, out)
-    written += summary_table(settings, {"cells": cells, "rows": groups}, out, "groups", "lewis", "group",
-                             f"Group means of per-task {agg.statistic_of('lewis')}s (x100), as in Lewis et al.", 1)
-    written += summary_table(settings, {"cells": cells, "rows": blurb}, out, "blurb", "blurb", "type",
-                             f"BLURB: per-task {agg.statistic_of('blurb')}s in BLURB's metrics, per-type means and "
-                             "the BLURB score (x100)", 2, "Task / type")
+    written += summary_table(
+        settings,
+        {"cells": cells, "rows": groups},
+        out,
+        "groups",
+        "lewis",
+        "group",
+        f"Group means of per-task {agg.statistic_of('lewis')}s (x100), as in Lewis et al.",
+        1,
+    )
+    written += summary_table(
+        settings,
+        {"cells": cells, "rows": blurb},
+        out,
+        "blurb",
+        "blurb",
+        "type",
+        f"BLURB: per-task {agg.statistic_of('blurb')}s in BLURB's metrics, per-type means and the BLURB score (x100)",
+        2,
+        "Task / type",
+    )
     written.append(spread_csv(settings, cells, out))
     written.append(comparisons_csv(settings, cells, groups, out))
     written.append(out / "missing.md")
@@ -338,8 +360,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         started=started,
         extra={
             "runs": [
-                {"model": r.model, "task": r.task, "fold": r.fold, "seed": r.seed, "metrics": str(root / r.path),
-                 "score": r.test, "used": (r.model, r.task, r.fold, r.seed) in evaluated}
+                {
+                    "model": r.model,
+                    "task": r.task,
+                    "fold": r.fold,
+                    "seed": r.seed,
+                    "metrics": str(root / r.path),
+                    "score": r.test,
+                    "used": (r.model, r.task, r.fold, r.seed) in evaluated,
+                }
                 for r in results
             ],
             "missing_runs": missing_runs(missing),

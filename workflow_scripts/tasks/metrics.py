@@ -13,7 +13,8 @@ from __future__ import annotations
 import math
 import re
 import warnings
-from typing import Any, Callable, Mapping, Optional, Sequence, Union
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -31,19 +32,17 @@ def _prf(tp: float, n_pred: float, n_gold: float) -> dict[str, float]:
 def _check_lengths(gold: Sequence, pred: Sequence) -> None:
     if len(gold) != len(pred):
         raise PipelineError(
-            f"metrics: {len(gold)} gold examples but {len(pred)} predictions; "
-            "predict every example of the split"
+            f"metrics: {len(gold)} gold examples but {len(pred)} predictions; predict every example of the split"
         )
     if not gold:
         raise PipelineError("metrics: no examples to score; the split is empty")
 
 
 def _check_sequences(gold: Sequence[Sequence[str]], pred: Sequence[Sequence[str]]) -> None:
-    for i, (g, p) in enumerate(zip(gold, pred)):
+    for i, (g, p) in enumerate(zip(gold, pred, strict=True)):
         if len(g) != len(p):
             raise PipelineError(
-                f"metrics: example {i} has {len(g)} gold tags but {len(p)} predicted tags; "
-                "predict one tag per word"
+                f"metrics: example {i} has {len(g)} gold tags but {len(p)} predicted tags; predict one tag per word"
             )
 
 
@@ -110,7 +109,7 @@ def micro_f1_excl_negative(gold, pred, *, labels=None, negative_label=None) -> d
             "metrics micro_f1_excl_negative: the task has no negative_label; set it in the "
             "task registry (e.g. 'false' for ChemProt, 'DDI-false' for DDI, '0' for GAD)"
         )
-    tp = sum(1 for g, p in zip(gold, pred) if g == p and g != negative_label)
+    tp = sum(1 for g, p in zip(gold, pred, strict=True) if g == p and g != negative_label)
     n_pred = sum(1 for p in pred if p != negative_label)
     n_gold = sum(1 for g in gold if g != negative_label)
     return _prf(tp, n_pred, n_gold)
@@ -139,14 +138,14 @@ def _label_space(gold, pred, labels) -> list[str]:
 _SENTENCE_ID = re.compile(r"(.+)_s\d+")
 
 
-def by_document(gold, pred, ids: Optional[Sequence[str]]) -> tuple[list[set], list[set]]:
+def by_document(gold, pred, ids: Sequence[str] | None) -> tuple[list[set], list[set]]:
     """Label sets per abstract: the labels of sentences of one document (ids ``<doc>_s<n>``,
     as BLUE writes them) are OR-ed, as BLUE, bio-lm and LinkBERT do before scoring HoC.
     Examples whose ids are not sentence ids are documents already."""
     if ids is None:
         return [set(g) for g in gold], [set(p) for p in pred]
     docs: dict[str, tuple[set, set]] = {}
-    for g, p, ident in zip(gold, pred, ids):
+    for g, p, ident in zip(gold, pred, ids, strict=True):
         match = _SENTENCE_ID.fullmatch(str(ident))
         g_set, p_set = docs.setdefault(match.group(1) if match else str(ident), (set(), set()))
         g_set.update(g)
@@ -166,10 +165,12 @@ def label_macro_f1(gold, pred, *, labels=None, negative_label=None, ids=None) ->
     """For each label the binary F1 over documents, then the unweighted mean over the labels
     (an extra HoC figure; neither paper's headline)."""
     classes, g, p = _cells(gold, pred, labels, ids)
-    f1s = [_prf(float(np.sum(g[:, j] & p[:, j])), float(p[:, j].sum()), float(g[:, j].sum()))["f1"]
-           for j in range(len(classes))]
+    f1s = [
+        _prf(float(np.sum(g[:, j] & p[:, j])), float(p[:, j].sum()), float(g[:, j].sum()))["f1"]
+        for j in range(len(classes))
+    ]
     result = {"score": float(np.mean(f1s)) if f1s else 0.0}
-    result.update({f"f1_{c}": f for c, f in zip(classes, f1s)})
+    result.update({f"f1_{c}": f for c, f in zip(classes, f1s, strict=True)})
     return result
 
 
@@ -189,7 +190,7 @@ def example_f1(gold, pred, *, labels=None, negative_label=None, ids=None) -> dic
     _check_lengths(gold, pred)
     _label_space(gold, pred, labels)
     precisions, recalls = [], []
-    for g, p in zip(*by_document(gold, pred, ids)):
+    for g, p in zip(*by_document(gold, pred, ids), strict=True):
         if not g:
             precisions.append(0.0 if p else 1.0)
             recalls.append(0.0 if p else 1.0)
@@ -219,7 +220,7 @@ def pearson(gold, pred, *, labels=None, negative_label=None) -> dict[str, float]
 def accuracy(gold, pred, *, labels=None, negative_label=None) -> dict[str, float]:
     """Fraction of examples whose predicted label equals the gold label."""
     _check_lengths(gold, pred)
-    acc = sum(1 for g, p in zip(gold, pred) if g == p) / len(gold)
+    acc = sum(1 for g, p in zip(gold, pred, strict=True) if g == p) / len(gold)
     return {"score": acc, "accuracy": acc}
 
 
@@ -252,7 +253,7 @@ LABELS = {
 # Metrics scoring the same predictions: a run computes the whole family of its task's metrics.
 HOC_METRICS = ("label_micro_f1", "example_f1", "label_macro_f1")
 FAMILIES = (("entity_f1", "entity_f1_strict"), HOC_METRICS)
-TaskMetric = Union[str, Mapping[str, str]]
+TaskMetric = str | Mapping[str, str]
 
 
 def check_task_metric(metric: TaskMetric, benchmarks: Sequence[str], where: str) -> None:
@@ -279,7 +280,7 @@ def _named(metric: TaskMetric) -> list[str]:
     return list(dict.fromkeys(metric[b] for b in BENCHMARKS if b in metric))
 
 
-def metric_for(metric: TaskMetric, benchmark: Optional[str]) -> str:
+def metric_for(metric: TaskMetric, benchmark: str | None) -> str:
     """The metric a benchmark's tables read (a task in no benchmark: its headline)."""
     if isinstance(metric, str):
         return metric
@@ -294,8 +295,7 @@ def metric_names(metric: TaskMetric) -> list[str]:
     return list(dict.fromkeys(named + family))
 
 
-def compute(metric: str, gold: list, pred: list, *, labels=None, negative_label=None,
-            ids=None) -> dict[str, float]:
+def compute(metric: str, gold: list, pred: list, *, labels=None, negative_label=None, ids=None) -> dict[str, float]:
     """Score predictions with the named metric; ``score`` is the headline figure (a fraction).
     ``ids`` (the examples' ids) lets the HoC metrics OR sentence predictions per abstract."""
     fn = METRICS.get(metric)

@@ -22,18 +22,19 @@ import tarfile
 import tempfile
 import zipfile
 from collections import Counter
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any
 
 from .. import provenance
 from ..atomic import atomic_dir, write_json, write_jsonl
 from ..cli import run
-from ..typed import load_settings, to_dict
 from ..errors import PipelineError
+from ..typed import load_settings, to_dict
+from . import subsets
 from .readers import get_reader
 from .readers.common import read_text
-from . import subsets
 from .spec import SPLITS, PrepareTaskSettings
 
 # Every test example's texts, one JSON line each: the file corpora are decontaminated against.
@@ -125,7 +126,7 @@ class RawFiles:
             if current.is_file() and _is_archive(current.name):
                 # The member runs to the end, or to an archive inside it (ChemProt's zips in a zip).
                 end = next((k for k in range(i, len(parts) - 1) if _is_archive(parts[k])), len(parts) - 1)
-                member = "/".join(parts[i:end + 1])
+                member = "/".join(parts[i : end + 1])
                 current = self._unpack(current, member, "/".join(parts[:i])) / member
                 i = end + 1
                 continue
@@ -265,8 +266,10 @@ def check_counts(spec: PrepareTaskSettings, cards: dict[str, dict[str, Any]], wh
     else:
         status = "ok"
     return {
-        "expected": dict(spec.expected_counts), "found": found,
-        "checked_against_release": spec.expected_counts_checked, "status": status,
+        "expected": dict(spec.expected_counts),
+        "found": found,
+        "checked_against_release": spec.expected_counts_checked,
+        "status": status,
     }
 
 
@@ -278,7 +281,9 @@ def _duplicate_ids(spec: PrepareTaskSettings, split: str, records: list[dict]) -
         seen.add(r["id"])
 
 
-def write_splits(spec: PrepareTaskSettings, splits: dict[str, list[dict]], dest: Path, where: str = "") -> dict[str, Any]:
+def write_splits(
+    spec: PrepareTaskSettings, splits: dict[str, list[dict]], dest: Path, where: str = ""
+) -> dict[str, Any]:
     dest.mkdir(parents=True, exist_ok=True)
     cards = {}
     for split in SPLITS:
@@ -305,7 +310,7 @@ def split_texts(records: list[dict], prefix: str = "") -> list[dict]:
     return [{"id": prefix + str(r["id"]), "texts": list(_texts(r))} for r in records]
 
 
-def fold_paths(spec: PrepareTaskSettings, fold: Optional[int]) -> dict[str, str]:
+def fold_paths(spec: PrepareTaskSettings, fold: int | None) -> dict[str, str]:
     if fold is None:
         return dict(spec.splits)
     return {s: p.replace("{fold1}", str(fold + 1)).replace("{fold}", str(fold)) for s, p in spec.splits.items()}
@@ -344,9 +349,7 @@ def prepare(spec: PrepareTaskSettings, raw: Path, out: Path) -> dict[str, Any]:
             texts = split_texts(splits["test"])
         write_jsonl(dest / TEST_TEXTS, texts)
         write_json(dest / "data_card.json", card)
-        counts = (
-            {k: fold["count_check"] for k, fold in card["folds"].items()} if spec.folds else card["count_check"]
-        )
+        counts = {k: fold["count_check"] for k, fold in card["folds"].items()} if spec.folds else card["count_check"]
         outputs = sorted(p for p in dest.rglob("*") if p.is_file())
         provenance.record(
             dest,
@@ -355,17 +358,26 @@ def prepare(spec: PrepareTaskSettings, raw: Path, out: Path) -> dict[str, Any]:
             params={"task": to_dict(spec)},
             restricted=spec.restricted,
             started=started,
-            extra={"count_check": counts, "outputs": [
-                {"path": str(out / p.relative_to(dest)), "sha256": provenance.sha256_file(p), "bytes": p.stat().st_size}
-                for p in outputs
-            ]},
+            extra={
+                "count_check": counts,
+                "outputs": [
+                    {
+                        "path": str(out / p.relative_to(dest)),
+                        "sha256": provenance.sha256_file(p),
+                        "bytes": p.stat().st_size,
+                    }
+                    for p in outputs
+                ],
+            },
         )
     return card
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--settings", required=True, help="YAML with top-level key 'task': the task's source, splits and labels")
+    parser.add_argument(
+        "--settings", required=True, help="YAML with top-level key 'task': the task's source, splits and labels"
+    )
     parser.add_argument("--raw", required=True, help="the task's raw folder (results/raw/tasks/<task>)")
     parser.add_argument("--out", required=True, help="output folder (results/tasks/<task>)")
     args = parser.parse_args(argv)

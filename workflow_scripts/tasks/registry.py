@@ -8,14 +8,14 @@ not in the registry can be declared completely in the config.
 from __future__ import annotations
 
 import copy
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import yaml
 
-from ..typed import parse
 from ..errors import PipelineError
+from ..typed import parse
 from .metrics import check_task_metric
 from .readers import READERS
 from .spec import TaskSpec
@@ -23,7 +23,7 @@ from .spec import TaskSpec
 REGISTRY = Path(__file__).with_name("registry.yaml")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(path: str) -> dict[str, dict]:
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
@@ -35,7 +35,7 @@ def _load(path: str) -> dict[str, dict]:
     return tasks
 
 
-def load_registry(path: Optional[str | Path] = None) -> dict[str, dict]:
+def load_registry(path: str | Path | None = None) -> dict[str, dict]:
     """The registry's entries, name -> plain mapping (a copy: callers may modify it)."""
     return copy.deepcopy(_load(str(path or REGISTRY)))
 
@@ -55,7 +55,7 @@ def deep_merge(base: Any, override: Any) -> Any:
     return copy.deepcopy(override)
 
 
-def resolve(name: str, overrides: Optional[dict] = None, *, path: Optional[str | Path] = None) -> TaskSpec:
+def resolve(name: str, overrides: dict | None = None, *, path: str | Path | None = None) -> TaskSpec:
     """The TaskSpec of ``name``: its registry entry (if any) with ``overrides`` merged in."""
     where = f"tasks.{name}"
     if overrides is not None and not isinstance(overrides, dict):

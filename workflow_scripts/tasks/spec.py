@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Optional, Union
+from typing import Any, Literal
 
 from ..errors import PipelineError
 
@@ -14,13 +14,11 @@ BENCHMARKS = ("lewis", "blurb")
 
 @dataclass
 class SourceFile:
-    url: Optional[str] = field(
+    url: str | None = field(
         default=None,
-        metadata={
-            "help": "http(s)/file URL, or a path relative to the run directory (the demo)"
-        },
+        metadata={"help": "http(s)/file URL, or a path relative to the run directory (the demo)"},
     )
-    sha256: Optional[str] = field(
+    sha256: str | None = field(
         default=None,
         metadata={"help": "expected sha256 of the file; null = unknown (recorded on download)"},
     )
@@ -32,18 +30,18 @@ class SourceFile:
 
 @dataclass
 class TaskSource:
-    files: dict[str, Optional[SourceFile]] = field(
+    files: dict[str, SourceFile | None] = field(
         default_factory=dict,
         metadata={
             "help": "file name under results/raw/tasks/{task}/ -> where it comes from "
             "(null in the config drops a file of the registry entry)"
         },
     )
-    access: Optional[str] = field(
+    access: str | None = field(
         default=None,
         metadata={"help": "credentialed data: how to obtain access (shown in errors)"},
     )
-    local_dir: Optional[str] = field(
+    local_dir: str | None = field(
         default=None,
         metadata={"help": "credentialed data: the user's local copy; files are taken from there"},
     )
@@ -53,22 +51,18 @@ class TaskSource:
 class TaskSpec:
     name: str = field(metadata={"help": "task name (lowercase-with-hyphens)"})
     display: str = field(metadata={"help": "column/row label of the task in our tables"})
-    type: Literal["ner", "pico", "relation", "similarity", "doc_classification", "qa", "nli"] = (
-        field(metadata={"help": "task type; decides the normalised schema and the model head"})
+    type: Literal["ner", "pico", "relation", "similarity", "doc_classification", "qa", "nli"] = field(
+        metadata={"help": "task type; decides the normalised schema and the model head"}
     )
     domain: Literal["pubmed", "clinical"] = field(
         metadata={"help": "text domain, used for the PubMed/Clinical group means"}
     )
-    format: str = field(
-        metadata={"help": "reader name in workflow_scripts/tasks/readers.py (canonical format)"}
-    )
+    format: str = field(metadata={"help": "reader name in workflow_scripts/tasks/readers.py (canonical format)"})
     source: TaskSource = field(metadata={"help": "where the raw files come from"})
     splits: dict[str, str] = field(
-        metadata={
-            "help": 'train/dev/test -> file in the raw dir (may contain "{fold}" or point into an archive)'
-        }
+        metadata={"help": 'train/dev/test -> file in the raw dir (may contain "{fold}" or point into an archive)'}
     )
-    metric: Union[str, dict[str, str]] = field(
+    metric: str | dict[str, str] = field(
         metadata={
             "help": "metric name known to workflow_scripts.tasks.metrics.compute, or one per "
             "benchmark ({lewis: example_f1, blurb: label_micro_f1}); dev selection maximises the "
@@ -86,17 +80,15 @@ class TaskSpec:
         default=0,
         metadata={"help": "0 = fixed train/dev/test; k = k cross-validation folds (GAD, EU-ADR: 10)"},
     )
-    selection_fold: Optional[int] = field(
+    selection_fold: int | None = field(
         default=None,
-        metadata={
-            "help": "fold used to choose early-stopping settings; excluded from reported results"
-        },
+        metadata={"help": "fold used to choose early-stopping settings; excluded from reported results"},
     )
     labels: list[str] = field(
         default_factory=list,
         metadata={"help": "label set (tags for ner/pico, classes otherwise); empty for similarity"},
     )
-    negative_label: Optional[str] = field(
+    negative_label: str | None = field(
         default=None, metadata={"help": "the 'no relation' class excluded from micro-F1"}
     )
     max_length: int = field(default=128, metadata={"help": "maximum sequence length in tokens"})
@@ -122,9 +114,7 @@ class TaskSpec:
             "the study's finetune and are overridden by tasks.<name>.finetune in config.yaml"
         },
     )
-    restricted: bool = field(
-        default=False, metadata={"help": "credentialed data (i2b2, MedNLI)"}
-    )
+    restricted: bool = field(default=False, metadata={"help": "credentialed data (i2b2, MedNLI)"})
 
     def validate(self, where: str) -> None:
         dropped = sorted(name for name, f in self.source.files.items() if f is None)
@@ -148,8 +138,7 @@ class TaskSpec:
             )
         if self.selection_fold is not None and not 0 <= self.selection_fold < self.folds:
             raise PipelineError(
-                f"{where}.selection_fold: {self.selection_fold} is not one of the task's "
-                f"{self.folds} folds"
+                f"{where}.selection_fold: {self.selection_fold} is not one of the task's {self.folds} folds"
             )
         if self.negative_label is not None and self.labels and self.negative_label not in self.labels:
             raise PipelineError(f"{where}.negative_label: {self.negative_label!r} is not in labels")
@@ -184,7 +173,7 @@ class PrepareTaskSettings:
     splits: dict[str, str] = field(metadata={"help": "train/dev/test -> file in the raw dir"})
     folds: int = field(default=0, metadata={"help": "0 = fixed train/dev/test; k = k cross-validation folds"})
     labels: list[str] = field(default_factory=list, metadata={"help": "label set"})
-    negative_label: Optional[str] = field(default=None, metadata={"help": "the 'no relation' class"})
+    negative_label: str | None = field(default=None, metadata={"help": "the 'no relation' class"})
     expected_counts: dict[str, int] = field(default_factory=dict, metadata={"help": "split -> number of examples"})
     expected_counts_checked: bool = field(default=False, metadata={"help": "a count mismatch stops the run"})
     restricted: bool = field(default=False, metadata={"help": "credentialed data (i2b2, MedNLI)"})

@@ -8,7 +8,7 @@ SentencePiece on their word-initial pieces.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 _MARKERS = ("##", "Ġ", "▁")
 
@@ -30,8 +30,8 @@ def fragmentation(tokenizer, words: Iterable[str]) -> dict:
     unique = list(counts)
     lengths = [len(p) for p in pieces(tokenizer, unique)]
     total = sum(counts.values())
-    sub = sum(counts[w] * n for w, n in zip(unique, lengths))
-    whole = sum(counts[w] for w, n in zip(unique, lengths) if n == 1)
+    sub = sum(counts[w] * n for w, n in zip(unique, lengths, strict=True))
+    whole = sum(counts[w] for w, n in zip(unique, lengths, strict=True) if n == 1)
     return {"tokens_per_word": sub / total, "whole_words": whole / total, "words": total}
 
 
@@ -41,7 +41,7 @@ def ner_words(rows: Iterable[Mapping]) -> tuple[list[str], list[str]]:
     entity_words: list[str] = []
     for row in rows:
         all_words.extend(row["tokens"])
-        entity_words.extend(w for w, t in zip(row["tokens"], row["tags"]) if t != "O")
+        entity_words.extend(w for w, t in zip(row["tokens"], row["tags"], strict=True) if t != "O")
     return all_words, entity_words
 
 
@@ -49,7 +49,7 @@ def term_coverage(tokenizer, terms: Sequence[str]) -> tuple[float, dict[str, int
     """Fraction of ``terms`` that are one known token (an unknown token covers nothing), and each
     term's number of sub-tokens."""
     split = pieces(tokenizer, terms)
-    n = {t: len(p) for t, p in zip(terms, split)}
+    n = {t: len(p) for t, p in zip(terms, split, strict=True)}
     whole = sum(len(p) == 1 and p[0] != tokenizer.unk_token for p in split)
     return (whole / len(terms) if terms else 0.0), n
 
@@ -64,7 +64,7 @@ def surface_vocab(tokenizer) -> set[str]:
             continue
         for marker in _MARKERS:
             if token.startswith(marker) and len(token) > len(marker):
-                token = token[len(marker):]
+                token = token[len(marker) :]
                 break
         out.add(token)
     return out
@@ -75,7 +75,7 @@ def overlap(vocabs: Mapping[str, set[str]]) -> list[dict]:
     names = list(vocabs)
     rows = []
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             shared = len(vocabs[a] & vocabs[b])
             union = len(vocabs[a] | vocabs[b])
             rows.append({"a": a, "b": b, "shared": shared, "jaccard": shared / union if union else 0.0})

@@ -9,9 +9,9 @@ batch plus the index of sampled rows, whatever the corpus size.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Sequence
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -58,10 +58,10 @@ def list_shards(corpus: str | Path, vocab: str) -> list[Shard]:
     """The shards of one corpus directory in shard-number order."""
     corpus = Path(corpus)
     if not corpus.is_dir():
-        raise PipelineError(f"vocabulary {vocab!r}: corpus directory {corpus} does not exist; run its corpus step first")
-    found = sorted(
-        (int(m.group(1)), p) for p in corpus.iterdir() if (m := _SHARD.match(p.name)) is not None
-    )
+        raise PipelineError(
+            f"vocabulary {vocab!r}: corpus directory {corpus} does not exist; run its corpus step first"
+        )
+    found = sorted((int(m.group(1)), p) for p in corpus.iterdir() if (m := _SHARD.match(p.name)) is not None)
     shards = []
     for _, path in found:
         try:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from tokenizers import Tokenizer, processors
 from transformers import AutoTokenizer, BertTokenizer, RobertaTokenizer, TokenizersBackend

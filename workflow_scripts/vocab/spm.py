@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import re
 import unicodedata
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 import sentencepiece
 from tokenizers import Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
@@ -72,8 +72,14 @@ def train_model(settings: VocabSettings, texts: Iterable[str], where: str) -> by
             normalization_rule_name="identity",
             remove_extra_whitespaces=False,
             add_dummy_prefix=True,
-            pad_id=ids[pad], unk_id=ids[unk], bos_id=ids[bos], eos_id=ids[eos],
-            pad_piece=pad, unk_piece=unk, bos_piece=bos, eos_piece=eos,
+            pad_id=ids[pad],
+            unk_id=ids[unk],
+            bos_id=ids[bos],
+            eos_id=ids[eos],
+            pad_piece=pad,
+            unk_piece=unk,
+            bos_piece=bos,
+            eos_piece=eos,
             control_symbols=[mask],
             minloglevel=2,
         )

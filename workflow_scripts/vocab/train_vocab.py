@@ -14,17 +14,17 @@ import itertools
 import logging
 import os
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 
 from .. import provenance
 from ..atomic import atomic_dir
 from ..cli import run
-from ..typed import load_settings, to_dict
 from ..errors import PipelineError
 from ..progress import progress
+from ..typed import load_settings, to_dict
 from .sample import Sample, count_distinct_words, iter_texts, plan_sample
-from .settings import VocabSettings, TrainVocabSettings
+from .settings import TrainVocabSettings, VocabSettings
 
 log = logging.getLogger(__name__)
 CHECK_DOCUMENTS = 200
@@ -80,8 +80,13 @@ def learn(settings: VocabSettings, sample: Sample, name: str, out: Path) -> dict
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--settings", required=True, help="YAML with a top-level 'vocab' key")
-    parser.add_argument("--corpus", required=True, nargs="+", action="extend",
-                        help="corpus directories (shard~N.parquet); repeat the flag or list several")
+    parser.add_argument(
+        "--corpus",
+        required=True,
+        nargs="+",
+        action="extend",
+        help="corpus directories (shard~N.parquet); repeat the flag or list several",
+    )
     parser.add_argument("--out", required=True, help="tokenizer directory to write")
     args = parser.parse_args(argv)
 
@@ -97,7 +102,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     with atomic_dir(out) as tmp:
         facts = learn(settings, sample, stage.name, tmp)
     facts["train_seconds"] = round(time.monotonic() - t0, 3)
-    log.info("vocabulary %s: %d tokens from %d documents in %.1fs", stage.name, facts["actual_size"], sample.size, facts["train_seconds"])
+    log.info(
+        "vocabulary %s: %d tokens from %d documents in %.1fs",
+        stage.name,
+        facts["actual_size"],
+        sample.size,
+        facts["train_seconds"],
+    )
     provenance.record(
         out,
         step="vocab.train",

@@ -32,8 +32,8 @@ from __future__ import annotations
 
 import argparse
 import logging
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from .. import provenance
 from ..atomic import write_json
@@ -99,19 +99,29 @@ def parse_compare(items: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def describe(tokenizer, path: str, tasks: dict[str, tuple[list[str], list[str]]], terms: list[str]) -> tuple[dict, dict]:
+def describe(
+    tokenizer, path: str, tasks: dict[str, tuple[list[str], list[str]]], terms: list[str]
+) -> tuple[dict, dict]:
     frag = {}
     for task, (words, entities) in tasks.items():
         a, e = metrics.fragmentation(tokenizer, words), metrics.fragmentation(tokenizer, entities)
         frag[task] = {
-            "all_words": a["tokens_per_word"], "entity_words": e["tokens_per_word"],
-            "all_whole": a["whole_words"], "entity_whole": e["whole_words"],
-            "words": a["words"], "entity_word_count": e["words"],
+            "all_words": a["tokens_per_word"],
+            "entity_words": e["tokens_per_word"],
+            "all_whole": a["whole_words"],
+            "entity_whole": e["whole_words"],
+            "words": a["words"],
+            "entity_word_count": e["words"],
         }
     coverage, per_term = metrics.term_coverage(tokenizer, terms)
-    examples = dict(zip(EXAMPLES, metrics.pieces(tokenizer, list(EXAMPLES))))
-    entry = {"path": path, "size": len(tokenizer.get_vocab()), "fragmentation": frag,
-             "term_coverage": coverage, "examples": examples}
+    examples = dict(zip(EXAMPLES, metrics.pieces(tokenizer, list(EXAMPLES)), strict=True))
+    entry = {
+        "path": path,
+        "size": len(tokenizer.get_vocab()),
+        "fragmentation": frag,
+        "term_coverage": coverage,
+        "examples": examples,
+    }
     return entry, per_term
 
 
@@ -126,8 +136,15 @@ def diagnose(vocab: str, name: str, task_dirs: Sequence[str], compare: dict[str,
         tasks[Path(d).name] = metrics.ner_words(rows)
     if name in compare:
         raise PipelineError(f"--compare {name}=...: the name is already the vocabulary's own; choose another")
-    result = {"vocab": name, "tasks": list(tasks), "terms_file": str(terms_file), "terms": len(terms),
-              "tokenizers": {}, "term_pieces": {t: {} for t in terms}, "overlap": []}
+    result = {
+        "vocab": name,
+        "tasks": list(tasks),
+        "terms_file": str(terms_file),
+        "terms": len(terms),
+        "tokenizers": {},
+        "term_pieces": {t: {} for t in terms},
+        "overlap": [],
+    }
     vocabs = {}
     for tname, path in {name: vocab, **compare}.items():
         tokenizer = load_tokenizer(tname, path)
@@ -144,10 +161,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--vocab", required=True, help="the vocabulary's tokenizer directory")
     parser.add_argument("--name", required=True, help="the vocabulary's name")
-    parser.add_argument("--task-dir", nargs="+", action="extend", default=[],
-                        help="task directories (NER ones are measured); repeat the flag or list several")
-    parser.add_argument("--compare", nargs="+", action="extend", default=[],
-                        help="NAME=PATH of tokenizers to compare with; repeat the flag or list several")
+    parser.add_argument(
+        "--task-dir",
+        nargs="+",
+        action="extend",
+        default=[],
+        help="task directories (NER ones are measured); repeat the flag or list several",
+    )
+    parser.add_argument(
+        "--compare",
+        nargs="+",
+        action="extend",
+        default=[],
+        help="NAME=PATH of tokenizers to compare with; repeat the flag or list several",
+    )
     parser.add_argument("--terms", default=str(DEFAULT_TERMS), help="term list, one per line (default: ours)")
     parser.add_argument("--out", required=True, help="diagnostics.json to write")
     args = parser.parse_args(argv)
@@ -159,7 +186,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     provenance.record(
         args.out,
         step="vocab.diagnostics",
-        inputs={"vocab": args.vocab, "tasks": list(args.task_dir), "compare": list(compare.values()), "terms": args.terms},
+        inputs={
+            "vocab": args.vocab,
+            "tasks": list(args.task_dir),
+            "compare": list(compare.values()),
+            "terms": args.terms,
+        },
         params={"name": args.name, "compare": compare},
         outputs=[args.out],
         started=started,

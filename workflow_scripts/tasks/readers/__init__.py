@@ -18,10 +18,26 @@ from .json_formats import read_bioasq, read_mednli, read_pubmedqa
 from .tsv import read_biobert_tsv, read_biosses, read_blue_tsv, read_hoc
 
 __all__ = [
-    "READERS", "Reader", "Record", "get_reader", "read_bioasq", "read_biobert_tsv", "read_biosses",
-    "read_blue_tsv", "read_chemprot_corpus", "read_conll", "read_conll_untyped", "read_ddi_xml",
-    "read_ebm_nlp", "read_hoc", "read_hoc_corpus", "read_i2b2_concepts", "read_i2b2_relations",
-    "read_i2b2_xml", "read_mednli", "read_pubmedqa",
+    "READERS",
+    "Reader",
+    "Record",
+    "get_reader",
+    "read_bioasq",
+    "read_biobert_tsv",
+    "read_biosses",
+    "read_blue_tsv",
+    "read_chemprot_corpus",
+    "read_conll",
+    "read_conll_untyped",
+    "read_ddi_xml",
+    "read_ebm_nlp",
+    "read_hoc",
+    "read_hoc_corpus",
+    "read_i2b2_concepts",
+    "read_i2b2_relations",
+    "read_i2b2_xml",
+    "read_mednli",
+    "read_pubmedqa",
 ]
 
 READERS: dict[str, Reader] = {

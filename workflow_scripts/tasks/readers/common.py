@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator, Optional
 
 from ...errors import PipelineError
 from ..spec import TaskSpec
 
 Record = dict
 Reader = Callable[..., list[Record]]
+
 
 def read_text(path: Path, name: str) -> str:
     """The file's text exactly as stored (no newline translation: i2b2 offsets count every
@@ -68,7 +69,7 @@ def tsv_rows(path: Path, name: str, *, quoted: bool) -> Iterator[tuple[int, list
         start = rows.line_num + 1
 
 
-def header_columns(fields: list[str], required: tuple[str, ...]) -> Optional[dict[str, int]]:
+def header_columns(fields: list[str], required: tuple[str, ...]) -> dict[str, int] | None:
     """Column positions by lower-cased name when ``fields`` is a header naming every required column."""
     cols = [c.strip().lower() for c in fields]
     if all(r in cols for r in required):
@@ -88,7 +89,7 @@ def dummify(line: str, a: dict, b: dict) -> tuple[str, list[dict]]:
         return text + line[end:], [{"start": start, "end": len(text), "type": kind}]
     pieces, entities, last = [], [], 0
     for c in (first, second):
-        pieces.append(line[last:c["start"]])
+        pieces.append(line[last : c["start"]])
         at = sum(len(p) for p in pieces)
         placeholder = f"@{c['type'].upper()}$"
         pieces.append(placeholder)

@@ -4,9 +4,8 @@ and the EBM-NLP release (EBM-PICO)."""
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Optional
 
 from ...errors import PipelineError
 from ..spec import TaskSpec
@@ -15,7 +14,7 @@ from .common import Record, check_label, numbered_lines, read_text
 _TAG = re.compile(r"^(?:O|[BIES](?:-.+)?)$")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _types(labels: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(sorted({t[2:] for t in labels if t[:2] in ("B-", "I-")}))
 
@@ -42,8 +41,9 @@ def _normalise_tag(tag: str, spec: TaskSpec, where: str) -> str:
     return check_label(f"{prefix}-{kind}", spec, where)
 
 
-def read_conll(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None,
-               untyped: bool = False) -> list[Record]:
+def read_conll(
+    path: Path, spec: TaskSpec, *, name: str, selector: str | None = None, untyped: bool = False
+) -> list[Record]:
     """CoNLL-style token/tag TSV (MTL-Bioinformatics-2016, BioBERT and BLURB NER releases):
     one ``token<TAB>tag`` per line (extra middle columns ignored), a blank line between
     sentences. ``-DOCSTART-`` lines (JNLPBA) start a document: they are no tokens, and the
@@ -87,7 +87,7 @@ def read_conll(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str]
     return records
 
 
-def read_conll_untyped(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None) -> list[Record]:
+def read_conll_untyped(path: Path, spec: TaskSpec, *, name: str, selector: str | None = None) -> list[Record]:
     """CoNLL token/tag TSV whose entity types are replaced by the task's single type."""
     return read_conll(path, spec, name=name, selector=selector, untyped=True)
 
@@ -97,7 +97,7 @@ PICO_ELEMENTS = (("participants", "PAR"), ("interventions", "INT"), ("outcomes",
 PICO_PRIORITY = ("INT", "OUT", "PAR")
 
 
-def read_ebm_nlp(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None) -> list[Record]:
+def read_ebm_nlp(path: Path, spec: TaskSpec, *, name: str, selector: str | None = None) -> list[Record]:
     """EBM-NLP 2.0 release (EBM-PICO): ``documents/<PMID>.tokens`` holds the words of an
     abstract; ``annotations/aggregated/starting_spans/<element>/<selector>/<PMID>.AGGREGATED.ann``
     one label per word (0 = outside) for each of participants, interventions, outcomes.
@@ -124,9 +124,7 @@ def read_ebm_nlp(path: Path, spec: TaskSpec, *, name: str, selector: Optional[st
                 raise PipelineError(f"{shown}: missing; every abstract needs all three PIO files")
             labels = read_text(ann, shown).split()
             if len(labels) != len(words):
-                raise PipelineError(
-                    f"{shown}:1: {len(labels)} labels for the {len(words)} words of {pmid}.tokens"
-                )
+                raise PipelineError(f"{shown}:1: {len(labels)} labels for the {len(words)} words of {pmid}.tokens")
             if not all(x.isdigit() for x in labels):
                 bad = next(x for x in labels if not x.isdigit())
                 raise PipelineError(f"{shown}:1: label {bad!r} is not a number")
@@ -137,4 +135,3 @@ def read_ebm_nlp(path: Path, spec: TaskSpec, *, name: str, selector: Optional[st
             tags.append(check_label(tag, spec, f"{name}/documents/{pmid}.tokens"))
         records.append({"id": pmid, "tokens": words, "tags": tags})
     return records
-

@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Optional
 
 from ...errors import PipelineError
 from ..spec import TaskSpec
@@ -25,7 +24,7 @@ def _hallmarks(segment: str, spec: TaskSpec, where: str) -> set[str]:
     return found
 
 
-def read_hoc_corpus(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None) -> list[Record]:
+def read_hoc_corpus(path: Path, spec: TaskSpec, *, name: str, selector: str | None = None) -> list[Record]:
     """The Hallmarks of Cancer corpus (Baker et al. 2016; github.com/sb895/Hallmarks-of-Cancer):
     ``text/<PMID>.txt`` holds an abstract's tokenised sentences, one per line; the single line of
     ``labels/<PMID>.txt`` one ``<...>`` segment per sentence. One record per abstract, abstracts
@@ -44,16 +43,18 @@ def read_hoc_corpus(path: Path, spec: TaskSpec, *, name: str, selector: Optional
         segments = read_text(label_file, shown).split("\n", 1)[0].split("<")[1:]
         if len(segments) < len(sentences):
             raise PipelineError(
-                f"{shown}:1: {len(segments)} label segments for the {len(sentences)} sentences of "
-                f"text/{text_file.name}"
+                f"{shown}:1: {len(segments)} label segments for the {len(sentences)} sentences of text/{text_file.name}"
             )
         labels: set[str] = set()
         for segment in segments[: len(sentences)]:
             labels |= _hallmarks(segment, spec, f"{shown}:1")
-        records.append({
-            "id": text_file.stem, "text": " ".join(s for s in sentences if s),
-            "labels": sorted(labels, key=lambda x: (order.get(x, len(order)), x)),
-        })
+        records.append(
+            {
+                "id": text_file.stem,
+                "text": " ".join(s for s in sentences if s),
+                "labels": sorted(labels, key=lambda x: (order.get(x, len(order)), x)),
+            }
+        )
     if not records:
         raise PipelineError(f"{name}/text: no <PMID>.txt abstracts found")
     return records
@@ -68,7 +69,7 @@ def _span(offset: str, where: str) -> tuple[int, int]:
     return int(numbers[0]), int(numbers[-1]) + 1
 
 
-def read_ddi_xml(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None) -> list[Record]:
+def read_ddi_xml(path: Path, spec: TaskSpec, *, name: str, selector: str | None = None) -> list[Record]:
     """The DDI 2013 corpus (Herrero-Zazo et al.): XML documents whose ``<sentence text>`` holds
     ``<entity id charOffset>`` drugs and ``<pair e1 e2 ddi type>`` candidate pairs. One record
     per pair, both drugs replaced by @DRUG$, labelled ``DDI-<type>`` or ``DDI-false``. Ids are
@@ -96,15 +97,19 @@ def read_ddi_xml(path: Path, spec: TaskSpec, *, name: str, selector: Optional[st
                     raise PipelineError(f"{where} names an entity the sentence does not have")
                 kind = pair.get("type") if pair.get("ddi") == "true" else "false"
                 if not kind:
-                    raise PipelineError(f"{where}: ddi=\"true\" but no type")
+                    raise PipelineError(f'{where}: ddi="true" but no type')
                 a, b = sorted((spans[pair.get("e1")], spans[pair.get("e2")]))
                 masked, entities = dummify(
                     text, {"start": a[0], "end": a[1], "type": "drug"}, {"start": b[0], "end": b[1], "type": "drug"}
                 )
-                records.append({
-                    "id": f"{rel}:{pair.get('id')}", "text": masked,
-                    "label": check_label(f"DDI-{kind}", spec, where), "entities": entities,
-                })
+                records.append(
+                    {
+                        "id": f"{rel}:{pair.get('id')}",
+                        "text": masked,
+                        "label": check_label(f"DDI-{kind}", spec, where),
+                        "entities": entities,
+                    }
+                )
     return records
 
 
@@ -121,11 +126,11 @@ def split_sentences(text: str) -> list[str]:
     for part in text.split("\t"):
         start = 0
         for m in _SENTENCE_END.finditer(part):
-            before = part[start:m.start()].split()
+            before = part[start : m.start()].split()
             word = before[-1].lower() if before else ""
             if part[m.start()] == "." and (word in _ABBREVIATIONS or len(word) == 1):
                 continue
-            sentences.append(part[start:m.end()].strip())
+            sentences.append(part[start : m.end()].strip())
             start = m.end()
         sentences.append(part[start:].strip())
     return [s for s in sentences if s]
@@ -151,7 +156,7 @@ def _chemprot_rows(path: Path, name: str, kind: str, columns: int) -> list[tuple
     return rows
 
 
-def read_chemprot_corpus(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None) -> list[Record]:
+def read_chemprot_corpus(path: Path, spec: TaskSpec, *, name: str, selector: str | None = None) -> list[Record]:
     """One folder of the BioCreative VI ChemProt corpus (``chemprot_training``, ...):
     ``*_abstracts*.tsv`` (PMID, title, abstract), ``*_entities*.tsv`` (PMID, T<n>, CHEMICAL or
     GENE-Y/GENE-N, start, end, text; offsets into title<TAB>abstract) and ``*_relations*.tsv``
@@ -160,7 +165,7 @@ def read_chemprot_corpus(path: Path, spec: TaskSpec, *, name: str, selector: Opt
     the task's labels, else the negative label; both mentions are masked (@CHEMICAL$, @GENE$)."""
     negative = spec.negative_label or "false"
     relations: dict[tuple[str, str, str], str] = {}
-    for where, f in _chemprot_rows(path, name, "relations", 6):
+    for _where, f in _chemprot_rows(path, name, "relations", 6):
         label = f[1].strip() if f[1].strip() in spec.labels else negative
         relations[(f[0], f[4].split(":", 1)[-1], f[5].split(":", 1)[-1])] = label
     entities: dict[str, list[dict]] = {}
@@ -183,11 +188,16 @@ def read_chemprot_corpus(path: Path, spec: TaskSpec, *, name: str, selector: Opt
                 for gene in (e for e in inside if e["type"] == "gene"):
                     first, second = sorted((chem, gene), key=lambda e: e["start"])
                     label = relations.get((pmid, first["id"], second["id"])) or relations.get(
-                        (pmid, second["id"], first["id"]), negative)
+                        (pmid, second["id"], first["id"]), negative
+                    )
                     local = [{**e, "start": e["start"] - begin, "end": e["end"] - begin} for e in (first, second)]
                     masked, spans = dummify(sentence, *local)
-                    records.append({
-                        "id": f"{pmid}.{first['id']}.{second['id']}", "text": masked,
-                        "label": check_label(label, spec, where), "entities": spans,
-                    })
+                    records.append(
+                        {
+                            "id": f"{pmid}.{first['id']}.{second['id']}",
+                            "text": masked,
+                            "label": check_label(label, spec, where),
+                            "entities": spans,
+                        }
+                    )
     return records

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, Optional
 
 from ...errors import PipelineError
 from ..spec import TaskSpec
@@ -16,7 +16,7 @@ def _words_with_tags(line: str, char_tags: list[str]) -> tuple[list[str], list[s
     """Whitespace words of ``line``; a word takes the tag of its first tagged character."""
     words, tags = [], []
     for m in re.finditer(r"\S+", line):
-        inside = [t for t in char_tags[m.start():m.end()] if t != "O"]
+        inside = [t for t in char_tags[m.start() : m.end()] if t != "O"]
         words.append(m.group(0))
         tags.append(inside[0] if inside else "O")
     return words, tags
@@ -31,7 +31,7 @@ def _xml_documents(path: Path) -> list[Path]:
     return sorted(path.rglob("*.xml")) if path.is_dir() else [path]
 
 
-def read_i2b2_xml(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None) -> list[Record]:
+def read_i2b2_xml(path: Path, spec: TaskSpec, *, name: str, selector: str | None = None) -> list[Record]:
     """i2b2 2012 (temporal events) and 2014 (de-identification) XML: ``<TEXT><![CDATA[...]]>``
     and ``<TAGS>`` whose children carry 0-based ``start``/``end`` character offsets into the
     text. ``selector`` = ``<element>:<attribute>``: which tags are entities and which attribute
@@ -51,15 +51,15 @@ def read_i2b2_xml(path: Path, spec: TaskSpec, *, name: str, selector: Optional[s
         end = raw.find("]]>", start)
         if start < 0 or end < 0:
             raise PipelineError(f"{shown}:1: no <TEXT><![CDATA[...]]></TEXT> section")
-        text = raw[start + len("<![CDATA["):end]
+        text = raw[start + len("<![CDATA[") : end]
         # The text may hold characters XML forbids; parse the tags with the text cut out.
         try:
-            root = ET.fromstring(raw[:start] + raw[end + 3:])
+            root = ET.fromstring(raw[:start] + raw[end + 3 :])
         except ET.ParseError as exc:
             raise PipelineError(f"{shown}:{exc.position[0]}: not well-formed XML ({exc})") from exc
         char_tags = ["O"] * len(text)
         tags = root.find("TAGS")
-        for tag in (list(tags) if tags is not None else []):
+        for tag in list(tags) if tags is not None else []:
             if element != "*" and tag.tag != element:
                 continue
             kind = (tag.get(attribute) or "").strip()
@@ -79,7 +79,7 @@ def read_i2b2_xml(path: Path, spec: TaskSpec, *, name: str, selector: Optional[s
                 char_tags[i] = f"I-{kind}"
         offset = 0
         for number, line in enumerate(text.split("\n"), start=1):
-            words, word_tags = _words_with_tags(line, char_tags[offset:offset + len(line)])
+            words, word_tags = _words_with_tags(line, char_tags[offset : offset + len(line)])
             offset += len(line) + 1
             if words:
                 records.append({"id": f"{doc.stem}:{number}", "tokens": words, "tags": _bio(word_tags)})
@@ -127,7 +127,7 @@ class _Document:
         self.lines = read_text(path, shown).split("\n")
         self.tokens = [_token_spans(line) for line in self.lines]
 
-    def span(self, m: "re.Match[str]", first: int, where: str) -> tuple[int, int, int]:
+    def span(self, m: re.Match[str], first: int, where: str) -> tuple[int, int, int]:
         """(line, start, end) in characters of the concept whose groups start at ``first``."""
         text, l1, w1, l2, w2 = m[first], int(m[first + 1]), int(m[first + 2]), int(m[first + 3]), int(m[first + 4])
         if l1 != l2 or not 1 <= l1 <= len(self.lines) or not 0 <= w1 <= w2 < len(self.tokens[l1 - 1]):
@@ -149,8 +149,8 @@ _RELATION = re.compile(rf'^{_SPAN}\|\|r="([^"]+)"\|\|{_SPAN}$')
 
 
 def _annotations(
-    path: Path, shown: str, pattern: "re.Pattern[str]", expected: str
-) -> Iterator[tuple[str, "re.Match[str]"]]:
+    path: Path, shown: str, pattern: re.Pattern[str], expected: str
+) -> Iterator[tuple[str, re.Match[str]]]:
     """(file:line, match) of each non-blank line of an i2b2 annotation file."""
     for number, line in numbered_lines(path, shown):
         if not line.strip():
@@ -167,7 +167,7 @@ def _concepts(doc: _Document, path: Path, shown: str) -> Iterator[tuple[str, str
         yield where, m[6], doc.span(m, 1, where)
 
 
-def read_i2b2_concepts(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None) -> list[Record]:
+def read_i2b2_concepts(path: Path, spec: TaskSpec, *, name: str, selector: str | None = None) -> list[Record]:
     """i2b2/VA 2010 concepts: ``<doc>.txt`` (one sentence per line, whitespace-tokenised) and
     ``<doc>.con`` lines ``c="text" line:word line:word||t="problem|test|treatment"`` (lines
     1-based, words 0-based, inclusive; each concept's text is checked against the words).
@@ -194,10 +194,11 @@ def read_i2b2_concepts(path: Path, spec: TaskSpec, *, name: str, selector: Optio
             tags[row - 1][inside[0]] = label
             for k in inside[1:]:
                 tags[row - 1][k] = f"I-{kind}"
-        for number, (line, spans) in enumerate(zip(doc.lines, words), start=1):
+        for number, (line, spans) in enumerate(zip(doc.lines, words, strict=True), start=1):
             if spans:
-                records.append({"id": f"{stem}:{number}", "tokens": [line[a:b] for a, b in spans],
-                                "tags": tags[number - 1]})
+                records.append(
+                    {"id": f"{stem}:{number}", "tokens": [line[a:b] for a, b in spans], "tags": tags[number - 1]}
+                )
     return records
 
 
@@ -209,9 +210,15 @@ def _can_relate(a: dict, b: dict, all_pairs: bool) -> bool:
     return all_pairs or frozenset({a["type"], b["type"]}) in _RELATION_PAIRS
 
 
-def _relation_labels(doc: _Document, path: Path, shown: str, cons: list[dict],
-                     index: dict[tuple[int, int, int], int], spec: TaskSpec,
-                     all_pairs: bool) -> dict[frozenset[int], list[str]]:
+def _relation_labels(
+    doc: _Document,
+    path: Path,
+    shown: str,
+    cons: list[dict],
+    index: dict[tuple[int, int, int], int],
+    spec: TaskSpec,
+    all_pairs: bool,
+) -> dict[frozenset[int], list[str]]:
     """The annotated relations of a ``.rel`` file: pair of concept numbers -> its labels."""
     labels: dict[frozenset[int], list[str]] = {}
     for where, m in _annotations(path, shown, _RELATION, 'c="..." L:W L:W||r="type"||c="..." L:W L:W'):
@@ -231,7 +238,7 @@ def _relation_labels(doc: _Document, path: Path, shown: str, cons: list[dict],
     return labels
 
 
-def read_i2b2_relations(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None) -> list[Record]:
+def read_i2b2_relations(path: Path, spec: TaskSpec, *, name: str, selector: str | None = None) -> list[Record]:
     """i2b2/VA 2010 relations from the original release: ``<doc>.txt`` (one sentence per line,
     whitespace-tokenised), ``<doc>.con`` (``c="text" L:W L:W||t="problem"``) and ``<doc>.rel``
     (``c="text" L:W L:W||r="TrAP"||c="text" L:W L:W``), searched under ``path`` or under the
@@ -268,8 +275,9 @@ def read_i2b2_relations(path: Path, spec: TaskSpec, *, name: str, selector: Opti
                 raise PipelineError(f"{where}: concept type {kind!r} is not problem, test or treatment")
             index.setdefault(key, len(cons))
             cons.append({"line": key[0], "start": key[1], "end": key[2], "type": kind})
-        labels = _relation_labels(doc, relations[stem], _shown(name, path, relations[stem]), cons, index,
-                                  spec, all_pairs)
+        labels = _relation_labels(
+            doc, relations[stem], _shown(name, path, relations[stem]), cons, index, spec, all_pairs
+        )
         for i, a in enumerate(cons):
             for j in range(i + 1, len(cons)):
                 b = cons[j]
@@ -280,9 +288,12 @@ def read_i2b2_relations(path: Path, spec: TaskSpec, *, name: str, selector: Opti
                 found = labels.get(frozenset({i, j})) or [check_label(negative, spec, where)]
                 for k, label in enumerate(found, start=1):
                     suffix = f"~{k}" if k > 1 else ""
-                    records.append({
-                        "id": f"{stem}:{a['line']}:{i}-{j}{suffix}", "text": text,
-                        "label": label, "entities": entities,
-                    })
+                    records.append(
+                        {
+                            "id": f"{stem}:{a['line']}:{i}-{j}{suffix}",
+                            "text": text,
+                            "label": label,
+                            "entities": entities,
+                        }
+                    )
     return records
-

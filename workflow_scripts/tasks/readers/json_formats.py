@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 from ...errors import PipelineError
 from ...jsonl import parse_lines
@@ -34,7 +33,7 @@ def _json_label(label: str, spec: TaskSpec, path: Path, name: str, key: str) -> 
     return label
 
 
-def read_pubmedqa(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None) -> list[Record]:
+def read_pubmedqa(path: Path, spec: TaskSpec, *, name: str, selector: str | None = None) -> list[Record]:
     """PubMedQA JSON (ori_pqal.json and the split files): an object mapping PMID to
     ``{"QUESTION", "CONTEXTS": [...], "final_decision": yes|no|maybe, ...}``. The selector
     ``in:<file>`` or ``notin:<file>`` keeps the PMIDs that are (not) keys of another JSON
@@ -60,15 +59,18 @@ def read_pubmedqa(path: Path, spec: TaskSpec, *, name: str, selector: Optional[s
         if not isinstance(item["CONTEXTS"], list):
             raise PipelineError(f"{_json_where(path, name, pmid)}: entry {pmid}: CONTEXTS must be a list of passages")
         label = str(item["final_decision"]).strip().lower()
-        records.append({
-            "id": str(pmid), "question": str(item["QUESTION"]).strip(),
-            "context": " ".join(str(c).strip() for c in item["CONTEXTS"]),
-            "label": _json_label(label, spec, path, name, pmid),
-        })
+        records.append(
+            {
+                "id": str(pmid),
+                "question": str(item["QUESTION"]).strip(),
+                "context": " ".join(str(c).strip() for c in item["CONTEXTS"]),
+                "label": _json_label(label, spec, path, name, pmid),
+            }
+        )
     return records
 
 
-def read_bioasq(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None) -> list[Record]:
+def read_bioasq(path: Path, spec: TaskSpec, *, name: str, selector: str | None = None) -> list[Record]:
     """BioASQ Task B JSON: ``{"questions": [{"id", "body", "type", "exact_answer",
     "snippets": [{"text"}, ...]}, ...]}``; the yes/no questions, each with its snippets
     joined as the context."""
@@ -87,14 +89,18 @@ def read_bioasq(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str
         answer = answer[0] if isinstance(answer, list) and answer else answer
         label = str(answer).strip().lower()
         context = " ".join(str(s.get("text", "")).strip() for s in q["snippets"] if isinstance(s, dict))
-        records.append({
-            "id": qid, "question": str(q["body"]).strip(), "context": context,
-            "label": _json_label(label, spec, path, name, qid),
-        })
+        records.append(
+            {
+                "id": qid,
+                "question": str(q["body"]).strip(),
+                "context": context,
+                "label": _json_label(label, spec, path, name, qid),
+            }
+        )
     return records
 
 
-def read_mednli(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str] = None) -> list[Record]:
+def read_mednli(path: Path, spec: TaskSpec, *, name: str, selector: str | None = None) -> list[Record]:
     """MedNLI JSONL (the SNLI layout): one object per line with ``sentence1``, ``sentence2``,
     ``gold_label`` and ``pairID``."""
     records = []
@@ -103,10 +109,12 @@ def read_mednli(path: Path, spec: TaskSpec, *, name: str, selector: Optional[str
         missing = [k for k in ("sentence1", "sentence2", "gold_label") if k not in item]
         if missing:
             raise PipelineError(f"{where}: missing {missing[0]!r}")
-        records.append({
-            "id": str(item.get("pairID", f"{Path(name).stem}-{number}")),
-            "text_a": item["sentence1"], "text_b": item["sentence2"],
-            "label": check_label(str(item["gold_label"]), spec, where),
-        })
+        records.append(
+            {
+                "id": str(item.get("pairID", f"{Path(name).stem}-{number}")),
+                "text_a": item["sentence1"],
+                "text_b": item["sentence2"],
+                "label": check_label(str(item["gold_label"]), spec, where),
+            }
+        )
     return records
-
