@@ -26,7 +26,7 @@ from ..atomic import write_json, write_jsonl
 from ..cli import run
 from ..errors import PipelineError
 from ..finetune import data
-from ..tasks.metrics import compute_all, metric_names, test_section
+from ..tasks.metrics import compute_all, metric_names, run_header, test_section
 from .settings import BaselineSettings, load_baseline
 
 RULES = {
@@ -78,17 +78,9 @@ def baseline(settings: BaselineSettings, task_dir: Path, fold: int, seed: int, o
             ids=[r["id"] for r in splits["test"]],
         )
     )
-    restricted = settings.model.restricted or task.restricted
     metrics = {
-        "model": settings.model.name,
-        "task": task.name,
-        "fold": fold,
-        "seed": seed,
-        "metric": task.metric,
-        "metrics": names,
-        "test": test,
+        **run_header(settings, fold, seed, names, test),
         "baseline": rule_of(task.type, negative),
-        "restricted": restricted,
         "examples": {k: len(v) for k, v in splits.items()},
         "runtime_s": round(time.perf_counter() - started, 3),
     }
@@ -105,7 +97,7 @@ def baseline(settings: BaselineSettings, task_dir: Path, fold: int, seed: int, o
         inputs={"task": str(task_dir)},
         params={"baseline": metrics["baseline"], "metric": task.metric},
         seed=seed,
-        restricted=restricted,
+        restricted=metrics["restricted"],
         started=started_at,
         outputs=[out / "metrics.json", out / "predictions.jsonl"],
     )

@@ -27,7 +27,7 @@ from .. import optim, provenance
 from ..atomic import write_json, write_jsonl, write_yaml
 from ..cli import run
 from ..errors import PipelineError
-from ..tasks.metrics import compute, compute_all, metric_names, test_section
+from ..tasks.metrics import compute, compute_all, metric_names, run_header, test_section
 from ..typed import to_dict
 from . import cache, data, heads, tagging
 from .decode import decode
@@ -261,20 +261,12 @@ def finetune(
         test["score"],
     )
 
-    restricted = settings.model.restricted or task.restricted
     metrics = {
-        "model": settings.model.name,
-        "task": task.name,
-        "fold": fold,
-        "seed": seed,
-        "metric": task.metric,
-        "metrics": names,
+        **run_header(settings, fold, seed, names, test),
         "dev": result.dev,
-        "test": test,
         "best_step": result.best_step,
         "steps": result.steps,
         "schedule_steps": result.schedule_steps,
-        "restricted": restricted,
         "runtime_s": round(time.perf_counter() - started, 3),
         "hyper": {"lr": trial.lr, "batch_size": trial.batch_size},
         "selection": "steps fixed by " + str(steps_from) if steps_from else "best dev score",
@@ -305,7 +297,7 @@ def finetune(
         inputs=inputs,
         params=resolved,
         seed=seed,
-        restricted=restricted,
+        restricted=metrics["restricted"],
         started=started_at,
         outputs=[out / "metrics.json", out / "predictions.jsonl", out / "config.yaml"],
     )

@@ -319,3 +319,18 @@ def test_section(scores: dict[str, dict[str, float]]) -> dict[str, Any]:
     under its name, and every metric's full result under ``by_metric``."""
     headline = next(iter(scores.values()))
     return {**headline, **{name: r["score"] for name, r in scores.items()}, "by_metric": scores}
+
+
+def run_header(settings: Any, fold: int, seed: int, names: Sequence[str], test: dict[str, Any]) -> dict[str, Any]:
+    """The keys metrics.json of every run starts with, fine-tuned or a no-training baseline, which the
+    report reads: ``settings`` has the run's ``model`` (name, restricted) and ``task`` (name, metric, restricted)."""
+    return {
+        "model": settings.model.name,
+        "task": settings.task.name,
+        "fold": fold,
+        "seed": seed,
+        "metric": settings.task.metric,
+        "metrics": list(names),
+        "test": test,
+        "restricted": settings.model.restricted or settings.task.restricted,
+    }
