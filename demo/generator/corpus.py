@@ -62,9 +62,9 @@ def _sentence(rng: random.Random) -> str:
         f"Adverse events included {d} and {rng.choice(lx.DISEASES)} after {c} therapy.",
     ]
     draw = rng.random()
-    if draw < 0.2:
+    if draw < 0.1:
         sentence = _hallmark_sentence(rng)
-    elif draw < 0.4:
+    elif draw < 0.2:
         sentence = _direction_sentence(rng)
     else:
         sentence = rng.choice(templates)
@@ -227,11 +227,12 @@ def medline_files(rng: random.Random) -> dict[str, bytes]:
                 pub_types = ("Journal Article", "Retracted Publication")
             elif f == 1 and i == 50:     # exact duplicate of an earlier abstract, new PMID
                 title, sections = kept[5]
-            elif f == 1 and i == 51:     # near duplicate: a few words changed
+            elif f == 1 and i == 51:     # near duplicate: a few words changed, sections kept
                 title, src = kept[6]
-                words = " ".join(s[2] for s in src).split()
-                words[3], words[-2] = "markedly", "cohorts"
-                sections = [(None, None, " ".join(words))]
+                label, cat, text = src[-1]
+                words = text.split()
+                words[0], words[-2] = "Markedly,", "cohorts"
+                sections = [*src[:-1], (label, cat, " ".join(words))]
             if f == 0 and i in (5, 6):
                 kept[i] = (title, sections)
             records[f].append(_citation(pmid, 1, title, sections, language, pub_types))
