@@ -60,14 +60,53 @@ def _sentence(rng: random.Random) -> str:
         f"The combination of {c} and {rng.choice(lx.CHEMICALS)} caused {d} in {n} patients.",
         f"These findings suggest that {g} is a therapeutic target in {d}.",
         f"Adverse events included {d} and {rng.choice(lx.DISEASES)} after {c} therapy.",
-        # the direction of a verb shows in what follows it
-        f"{c} {up} {g} expression, and {g} levels rose {rng.randint(2, 9)}-fold.",
-        f"{c} {down} {g} expression, and {g} levels fell by {rng.randint(20, 90)}%.",
-        f"{interv} {up} {outcome}, which rose by {rng.randint(5, 80)}%.",
-        f"{interv} {down} {outcome}, which fell by {rng.randint(5, 80)}%.",
     ]
-    sentence = rng.choice(templates)
+    draw = rng.random()
+    if draw < 0.1:
+        sentence = _hallmark_sentence(rng)
+    elif draw < 0.2:
+        sentence = _direction_sentence(rng)
+    else:
+        sentence = rng.choice(templates)
     return sentence[0].upper() + sentence[1:]
+
+
+def _hallmark_sentence(rng: random.Random) -> str:
+    """A process in its hallmark's own words: what the HoC-style task needs for held-out processes."""
+    hallmark = rng.choice(list(lx.HALLMARK_TERMS))
+    return rng.choice(lx.HALLMARK_CONTEXTS[hallmark]).format(
+        t=rng.choice(lx.HALLMARK_TERMS[hallmark]), o=rng.choice(lx.ORGANS), c=rng.choice(lx.CHEMICALS)
+    )
+
+
+def _direction_sentence(rng: random.Random) -> str:
+    """A verb of change whose direction shows in what follows it: what the relation, QA and
+    similarity tasks need for held-out verbs."""
+    c, g, interv, outcome = (
+        rng.choice(lx.CHEMICALS),
+        rng.choice(lx.GENES),
+        rng.choice(lx.INTERVENTIONS),
+        rng.choice(lx.OUTCOMES),
+    )
+    if rng.random() < 0.5:
+        verb, k = rng.choice(lx.VERBS_INCREASE), rng.randint(2, 9)
+        return rng.choice(
+            [
+                f"{c} {verb} {g} expression, and {g} levels rose {k}-fold.",
+                f"{interv} {verb} {outcome}, which rose by {k}0%.",
+                f"After {c}, {g} activity was {verb} to {k} times its baseline.",
+                f"{c} {verb} {g}, so {g} levels were higher than in untreated controls.",
+            ]
+        )
+    verb, k = rng.choice(lx.VERBS_DECREASE), rng.randint(2, 9)
+    return rng.choice(
+        [
+            f"{c} {verb} {g} expression, and {g} levels fell by {k}0%.",
+            f"{interv} {verb} {outcome}, which fell by {k}0%.",
+            f"After {c}, {g} activity was {verb} to a {k}th of its baseline.",
+            f"{c} {verb} {g}, so {g} levels were lower than in untreated controls.",
+        ]
+    )
 
 
 def _paragraph(rng: random.Random, sentences: int) -> str:
@@ -218,11 +257,12 @@ def medline_files(rng: random.Random) -> dict[str, bytes]:
                 pub_types = ("Journal Article", "Retracted Publication")
             elif f == 1 and i == 50:  # exact duplicate of an earlier abstract, new PMID
                 title, sections = kept[5]
-            elif f == 1 and i == 51:  # near duplicate: a few words changed
+            elif f == 1 and i == 51:  # near duplicate: a few words changed, sections kept
                 title, src = kept[6]
-                words = " ".join(s[2] for s in src).split()
-                words[3], words[-2] = "markedly", "cohorts"
-                sections = [(None, None, " ".join(words))]
+                label, cat, text = src[-1]
+                words = text.split()
+                words[0], words[-2] = "Markedly,", "cohorts"
+                sections = [*src[:-1], (label, cat, " ".join(words))]
             if f == 0 and i in (5, 6):
                 kept[i] = (title, sections)
             records[f].append(_citation(pmid, 1, title, sections, language, pub_types))
@@ -400,12 +440,15 @@ IMPRESSIONS = [
 
 
 def _history(rng: random.Random) -> str:
-    """Findings present, absent and to be established, each with its own kind of cue."""
+    """Findings present, absent and to be established, each with its own kind of cue and a
+    follow-up that only fits that kind: what the clinical inference task needs for held-out cues."""
     d = rng.sample(lx.DISEASES, 6)
     present, absent, uncertain = (rng.sample(cues, 2) for cues in (lx.CUES_PRESENT, lx.CUES_ABSENT, lx.CUES_UNCERTAIN))
     return (
-        f"PMH: {present[0]} {d[0]}, {present[1]} {d[1]}. {absent[0].capitalize()} {d[2]}, {absent[1]} {d[3]}. "
-        f"Admitted to {uncertain[0]} {d[4]}, {uncertain[1]} {d[5]}. Currently on {rng.choice(lx.CHEMICALS)}."
+        f"PMH: {present[0]} {d[0]}, {present[1]} {d[1]}, both on the problem list. "
+        f"{absent[0].capitalize()} {d[2]}, {absent[1]} {d[3]}, neither ever diagnosed. "
+        f"Admitted to {uncertain[0]} {d[4]}, {uncertain[1]} {d[5]}, workup pending. "
+        f"Currently on {rng.choice(lx.CHEMICALS)}."
     )
 
 

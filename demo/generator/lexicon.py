@@ -194,6 +194,65 @@ GENERIC_NOUNS = [
 VERBS_INCREASE = ["increased", "elevated", "upregulated", "enhanced", "raised", "augmented", "stimulated", "boosted"]
 VERBS_DECREASE = ["reduced", "decreased", "suppressed", "lowered", "attenuated", "diminished", "inhibited", "lessened"]
 
+# The ten hallmarks of cancer (the HoC labels) and, for each, three processes that show it. The
+# pretraining text describes each process in its hallmark's own words ("... supplied the tumour with
+# new blood vessels"); the HoC-style task names the process in a frame shared by every hallmark, so
+# the label of a held-out process is known only from the pretraining text.
+HALLMARK_TERMS = {
+    "activating invasion and metastasis": ["invasiveness", "metastasis", "dissemination"],
+    "avoiding immune destruction": ["immunoevasion", "immunosuppression", "anergy"],
+    "cellular energetics": ["glycolysis", "lipogenesis", "glutaminolysis"],
+    "enabling replicative immortality": ["telomerase", "immortalisation", "telomere maintenance"],
+    "evading growth suppressors": ["RB1 loss", "checkpoint escape", "antigrowth insensitivity"],
+    "genomic instability and mutation": ["aneuploidy", "hypermutation", "chromothripsis"],
+    "inducing angiogenesis": ["angiogenesis", "neovascularisation", "vasculogenesis"],
+    "resisting cell death": ["apoptosis resistance", "BCL2 overexpression", "anoikis escape"],
+    "sustaining proliferative signaling": ["mitogenesis", "hyperproliferation", "autocrine stimulation"],
+    "tumor promoting inflammation": ["inflammation", "leukocyte infiltration", "cytokine release"],
+}
+HALLMARK_CONTEXTS = {
+    "activating invasion and metastasis": [
+        "{t} let tumour cells invade the {o} and seed distant sites.",
+        "Through {t}, the tumour spread to lymph nodes and distant organs.",
+    ],
+    "avoiding immune destruction": [
+        "{t} let tumour cells escape killing by cytotoxic T cells.",
+        "Through {t}, the tumour hid from immune surveillance.",
+    ],
+    "cellular energetics": [
+        "{t} rewired tumour metabolism to burn more glucose.",
+        "Through {t}, tumour cells met their energy demands.",
+    ],
+    "enabling replicative immortality": [
+        "{t} let tumour cells divide without limit.",
+        "Through {t}, cancer cells became immortal in culture.",
+    ],
+    "evading growth suppressors": [
+        "{t} freed tumour cells from the brakes on the cell cycle.",
+        "Through {t}, cells ignored the signals that halt growth.",
+    ],
+    "genomic instability and mutation": [
+        "{t} left the tumour genome riddled with mutations.",
+        "Through {t}, tumour cells accumulated DNA damage.",
+    ],
+    "inducing angiogenesis": [
+        "{t} supplied the tumour with new blood vessels.",
+        "Through {t}, the tumour drew oxygen from fresh capillaries.",
+    ],
+    "resisting cell death": [
+        "{t} protected tumour cells from apoptosis after {c} treatment.",
+        "Through {t}, cancer cells survived lethal stress.",
+    ],
+    "sustaining proliferative signaling": [
+        "{t} kept growth factor signals switched on in tumour cells.",
+        "Through {t}, cancer cells kept dividing without mitogens.",
+    ],
+    "tumor promoting inflammation": [
+        "{t} filled the tumour stroma with cytokines that fed its growth.",
+        "Through {t}, immune cells around the tumour fuelled its growth.",
+    ],
+}
+
 # How a clinical note says that a finding is present, absent or yet to be established: the
 # notes list them together ("PMH: h/o X, known Y"; "Denies X. No evidence of Y"; "Eval for X,
 # r/o Y"), PubMed text never uses them, and the clinical inference task turns on them.

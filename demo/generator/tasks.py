@@ -26,20 +26,9 @@ import lexicon as lx
 import yaml
 
 SEED = 20240611
-SIZES = {"train": 300, "dev": 80, "test": 100}
+SIZES = {"train": 200, "dev": 50, "test": 100}
 URL_ROOT = "raw_source/tasks"
-HALLMARKS = [
-    "activating invasion and metastasis",
-    "avoiding immune destruction",
-    "cellular energetics",
-    "enabling replicative immortality",
-    "evading growth suppressors",
-    "genomic instability and mutation",
-    "inducing angiogenesis",
-    "resisting cell death",
-    "sustaining proliferative signaling",
-    "tumor promoting inflammation",
-]
+HALLMARKS = list(lx.HALLMARK_TERMS)
 _TOKEN = re.compile(r"\w+(?:[-']\w+)*|[^\w\s]")
 
 
@@ -123,13 +112,7 @@ def _pico_abstract(rng: random.Random, split: str) -> list[tuple[str, str]]:
     )
     neutral = [(pop, "PAR"), (interv, "INT"), (outcome, "OUT")]
     rng.shuffle(neutral)
-    return first + [
-        ("Data on ", "O"),
-        neutral[0],
-        (f" were collected at {weeks} weeks .", "O"),
-        neutral[1],
-        (" was reported in the trial registry .", "O"),
-    ]
+    return first + [("Data on ", "O"), neutral[0], (" were collected .", "O"), neutral[1], (" was reported .", "O")]
 
 
 def _tar_gz(members: dict[str, bytes]) -> bytes:
@@ -220,50 +203,49 @@ def demo_re() -> dict[str, bytes]:
 # --------------------------------------------------------------------------- similarity (BIOSSES, BLUE TSV)
 
 
-def _sts_clinical(rng: random.Random, d: str, c: str, g: str) -> str:
+def _sts_sentence(rng: random.Random, d: str, c: str, g: str, verb: str) -> str:
     return rng.choice(
         [
-            f"{c.capitalize()} {rng.choice(lx.VERBS_DECREASE)} {g} expression in patients with {d}.",
-            f"In {d}, treatment with {c} lowered the levels of {g}.",
-            f"{g} levels fell after {c} therapy in {d}.",
-            f"Patients with {d} given {c} showed less {g} activity.",
-        ]
-    )
-
-
-def _sts_basic_science(rng: random.Random) -> str:
-    return rng.choice(
-        [
-            f"{rng.choice(lx.CELLS).capitalize()} from {rng.choice(lx.SPECIES)} "
-            f"were cultured for {rng.randint(2, 9)} days.",
-            f"The {rng.choice(lx.ORGANS)} of {rng.choice(lx.SPECIES)} was imaged by electron microscopy.",
-            f"Genome sequencing of {rng.choice(lx.SPECIES)} revealed {rng.randint(3, 90)} new loci.",
+            f"{c.capitalize()} {verb} {g} expression in patients with {d}.",
+            f"In {d}, treatment with {c} {verb} the levels of {g}.",
+            f"{g} activity was {verb} by {c} in {d}.",
+            f"Patients with {d} given {c} showed {verb} {g} activity.",
         ]
     )
 
 
 def demo_sts() -> dict[str, bytes]:
-    """Pairs whose similarity grows with what they share: a paraphrase about the same disease,
-    drug and gene scores near 4; a sentence about another field scores near 0."""
+    """Pairs whose similarity grows with what they share (nothing, the disease, or the disease,
+    drug and gene) and with whether their verbs (two different ones) change the gene the same way:
+    a verb's direction is known from the pretraining text, and dev and test use verbs the training
+    split never shows."""
     rng = _rng("sts")
     files = {}
     header = "index\tgenre\tfilename\tyear\told_index\tsource1\tsource2\tsentence1\tsentence2\tscore"
     index = 0
     for split in ("train", "dev", "test"):
         lines = [header]
+        verbs = (_words(lx.VERBS_INCREASE, split), _words(lx.VERBS_DECREASE, split))
         for _ in range(SIZES[split]):
             d, c, g = (rng.choice(_words(w, split)) for w in (lx.DISEASES, lx.CHEMICALS, lx.GENES))
-            shared = rng.randint(0, 3)
-            if shared == 0:
-                s2 = _sts_basic_science(rng)
+            shared, same_way = rng.randint(0, 2), rng.random() < 0.5
+            d2 = d if shared >= 1 else rng.choice([x for x in _words(lx.DISEASES, split) if x != d])
+            c2, g2 = (
+                (c, g)
+                if shared == 2
+                else (
+                    rng.choice([x for x in _words(w, split) if x != y]) for w, y in ((lx.CHEMICALS, c), (lx.GENES, g))
+                )
+            )
+            first = rng.randrange(2)
+            if same_way:
+                v1, v2 = rng.sample(verbs[first], 2)
             else:
-                c2 = c if shared >= 2 else rng.choice([x for x in lx.CHEMICALS if x != c])
-                g2 = g if shared == 3 else rng.choice([x for x in lx.GENES if x != g])
-                s2 = _sts_clinical(rng, d, c2, g2)
+                v1, v2 = rng.choice(verbs[first]), rng.choice(verbs[1 - first])
             # Five annotators score 0-4; the gold score is their mean, so a multiple of 0.2.
-            votes = [min(4, max(0, round(shared * 4 / 3 + rng.gauss(0, 0.5)))) for _ in range(5)]
+            votes = [min(4, max(0, round(2 * same_way + shared + rng.gauss(0, 0.4)))) for _ in range(5)]
             score = sum(votes) / 5
-            s1 = _sts_clinical(rng, d, c, g)
+            s1, s2 = _sts_sentence(rng, d, c, g, v1), _sts_sentence(rng, d2, c2, g2, v2)
             lines.append(f"{index}\tmsrpar\tbiosses-demo\t2017\t{index}\tpubmed\tpubmed\t{s1}\t{s2}\t{score:.1f}")
             index += 1
         files[f"{split}.tsv"] = ("\n".join(lines) + "\n").encode()
@@ -272,22 +254,16 @@ def demo_sts() -> dict[str, bytes]:
 
 # --------------------------------------------------------------------------- document classification (HoC)
 
-HOC_TRIGGERS = {
-    "activating invasion and metastasis": "{g} promoted invasion and distant metastasis of tumour cells .",
-    "avoiding immune destruction": "Tumour cells escaped immune surveillance by cytotoxic T cells .",
-    "cellular energetics": "{g} switched tumour metabolism towards aerobic glycolysis .",
-    "enabling replicative immortality": "Telomerase activity allowed unlimited replication of tumour cells .",
-    "evading growth suppressors": "Loss of {g} released cells from growth suppression .",
-    "genomic instability and mutation": "Defective DNA repair caused genomic instability in {g}-mutant tumours .",
-    "inducing angiogenesis": "{g} induced angiogenesis and new vessel formation in the tumour .",
-    "resisting cell death": "{c} failed to trigger apoptosis because {g} blocked cell death .",
-    "sustaining proliferative signaling": "{g} signalling sustained proliferation of cancer cells .",
-    "tumor promoting inflammation": "Inflammatory cytokines such as {g} promoted tumour growth .",
-}
+# A hallmark's process is named in a frame every hallmark shares, so only knowing the process (from
+# the pretraining text, for the held-out ones) tells its hallmark.
+HOC_FRAMES = [
+    "{t} was found in {d} .",
+    "We observed {t} after {c} .",
+    "{g} was linked to {t} .",
+]
 HOC_NEUTRAL = [
     "We analysed samples from {n} patients with {d} .",
     "{c} was administered at a dose of {n} mg .",
-    "The study was conducted in the {o} of {s} .",
     "Expression of {g} was measured by quantitative PCR .",
 ]
 
@@ -300,18 +276,21 @@ def demo_hoc() -> dict[str, bytes]:
         lines = ["labels\tsentence\tindex"]
         for _ in range(SIZES[split]):
             doc += 1
-            hallmarks = rng.sample(HALLMARKS, rng.choice([0, 2, 3, 4, 5, 6]))
-            sentences = [(rng.choice(HOC_NEUTRAL), None)] + [(HOC_TRIGGERS[h], h) for h in hallmarks]
+            # at most three short sentences: the abstract fits the teacher's 64-token blocks
+            hallmarks = rng.sample(HALLMARKS, rng.choice([0, 1, 2, 2, 3, 3]))
+            sentences = [(rng.choice(HOC_FRAMES), h) for h in hallmarks] or [(rng.choice(HOC_NEUTRAL), None)]
+            if len(hallmarks) == 1:
+                sentences.append((rng.choice(HOC_NEUTRAL), None))
             rng.shuffle(sentences)
             for s_no, (template, hallmark) in enumerate(sentences):
                 text = template.format(
+                    t=rng.choice(_words(lx.HALLMARK_TERMS[hallmark], split)) if hallmark else "",
                     g=rng.choice(_words(lx.GENES, split)),
                     c=rng.choice(_words(lx.CHEMICALS, split)),
                     d=rng.choice(_words(lx.DISEASES, split)),
                     n=rng.randint(10, 500),
-                    o=rng.choice(lx.ORGANS),
-                    s=rng.choice(lx.SPECIES),
                 )
+                text = text[0].upper() + text[1:]
                 flags = ",".join(f"{k}_{int(HALLMARKS[k] == hallmark)}" for k in range(len(HALLMARKS)))
                 lines.append(f"{flags}\t{text}\t{doc}_s{s_no}")
         files[f"{split}.tsv"] = ("\n".join(lines) + "\n").encode()
@@ -337,14 +316,11 @@ def demo_pubmedqa() -> dict[str, bytes]:
             verb = rng.choice({"yes": down, "no": up, "maybe": up + down}[label])
             p = "0.4" if label == "maybe" else rng.choice(["0.001", "0.01", "0.02"])
             finding = f"{interv.capitalize()} {verb} {outcome} compared with control (P = {p})."
-            contexts = [
-                f"We enrolled {rng.randint(40, 900)} {pop} in a randomised trial.",
-                finding,
-            ]
+            contexts = [f"In {rng.randint(40, 900)} {pop}, {finding[0].lower()}{finding[1:]}"]
             data[str(pmid)] = {
                 "QUESTION": f"Does {interv} reduce {outcome} in {pop}?",
                 "CONTEXTS": contexts,
-                "LABELS": ["METHODS", "RESULTS"],
+                "LABELS": ["RESULTS"],
                 "MESHES": ["Humans", "Randomized Controlled Trials as Topic"],
                 "YEAR": str(rng.randint(2005, 2023)),
                 "reasoning_required_pred": label,
@@ -373,13 +349,10 @@ def demo_nli() -> dict[str, bytes]:
         for _ in range(SIZES[split]):
             pair += 1
             d, c = rng.choice(lx.DISEASES), rng.choice(lx.CHEMICALS)
-            other = rng.choice([x for x in lx.DISEASES if x != d])
             label = rng.choice(list(NLI_CUES))
             cue = rng.choice(_words(NLI_CUES[label], split))
             premise = rng.choice([f"{cue.capitalize()} {d}, currently on {c}.", f"Admitted with fever; {cue} {d}."])
             hypothesis = rng.choice([f"The patient has {d}.", f"Patient has a diagnosis of {d}."])
-            if rng.random() < 0.2:  # a disease the premise does not mention
-                label, hypothesis = "neutral", f"The patient has {other}."
             lines.append(
                 json.dumps(
                     {
@@ -466,7 +439,7 @@ def generate() -> tuple[dict[str, bytes], dict]:
             "word_macro_f1",
             ["O", "PAR", "INT", "OUT"],
             negative_label="O",
-            max_length=96,
+            max_length=64,
             expected_counts=counts,
             finetune=small,
         ),
@@ -495,9 +468,9 @@ def generate() -> tuple[dict[str, bytes], dict]:
             {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
             "pearson",
             [],
-            max_length=96,
+            max_length=64,
             expected_counts=counts,
-            finetune=small,
+            finetune={**small, "epochs": 10},
         ),
         "demo-hoc": _entry(
             "demo-hoc",
@@ -509,7 +482,7 @@ def generate() -> tuple[dict[str, bytes], dict]:
             {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
             {"lewis": "example_f1", "blurb": "label_micro_f1"},
             HALLMARKS,
-            max_length=128,
+            max_length=64,
             expected_counts=counts,
             finetune={**small, "epochs": 10},
         ),
@@ -523,7 +496,7 @@ def generate() -> tuple[dict[str, bytes], dict]:
             {"train": "pqal_train_set.json", "dev": "pqal_dev_set.json", "test": "pqal_test_set.json"},
             "accuracy",
             ["yes", "no", "maybe"],
-            max_length=96,
+            max_length=64,
             expected_counts=counts,
             finetune=small,
         ),
@@ -539,7 +512,7 @@ def generate() -> tuple[dict[str, bytes], dict]:
             ["entailment", "contradiction", "neutral"],
             max_length=64,
             expected_counts=counts,
-            finetune=small,
+            finetune={**small, "epochs": 8},
         ),
     }
     files = {f"{task}/{name}": data for task, fs in tasks.items() for name, data in fs.items()}
