@@ -79,6 +79,13 @@ def _hallmark_sentence(rng: random.Random) -> str:
     )
 
 
+# A verb of change, and how the sentence goes on after one of increase (True) or decrease (False).
+_CHANGE = {
+    True: (lx.VERBS_INCREASE, "rose {k}-fold", "rose", "{k} times its baseline", "higher"),
+    False: (lx.VERBS_DECREASE, "fell by {k}0%", "fell", "a {k}th of its baseline", "lower"),
+}
+
+
 def _direction_sentence(rng: random.Random) -> str:
     """A verb of change whose direction shows in what follows it: what the relation, QA and
     similarity tasks need for held-out verbs."""
@@ -88,23 +95,14 @@ def _direction_sentence(rng: random.Random) -> str:
         rng.choice(lx.INTERVENTIONS),
         rng.choice(lx.OUTCOMES),
     )
-    if rng.random() < 0.5:
-        verb, k = rng.choice(lx.VERBS_INCREASE), rng.randint(2, 9)
-        return rng.choice(
-            [
-                f"{c} {verb} {g} expression, and {g} levels rose {k}-fold.",
-                f"{interv} {verb} {outcome}, which rose by {k}0%.",
-                f"After {c}, {g} activity was {verb} to {k} times its baseline.",
-                f"{c} {verb} {g}, so {g} levels were higher than in untreated controls.",
-            ]
-        )
-    verb, k = rng.choice(lx.VERBS_DECREASE), rng.randint(2, 9)
+    verbs, levels, moved, level, side = _CHANGE[rng.random() < 0.5]
+    verb, k = rng.choice(verbs), rng.randint(2, 9)
     return rng.choice(
         [
-            f"{c} {verb} {g} expression, and {g} levels fell by {k}0%.",
-            f"{interv} {verb} {outcome}, which fell by {k}0%.",
-            f"After {c}, {g} activity was {verb} to a {k}th of its baseline.",
-            f"{c} {verb} {g}, so {g} levels were lower than in untreated controls.",
+            f"{c} {verb} {g} expression, and {g} levels {levels.format(k=k)}.",
+            f"{interv} {verb} {outcome}, which {moved} by {k}0%.",
+            f"After {c}, {g} activity was {verb} to {level.format(k=k)}.",
+            f"{c} {verb} {g}, so {g} levels were {side} than in untreated controls.",
         ]
     )
 

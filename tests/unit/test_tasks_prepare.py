@@ -44,7 +44,7 @@ def test_prepare_cli_on_the_demo_tasks(task, tmp_path, monkeypatch):
     out = tmp_path / "results" / "tasks" / task
     main(["--settings", str(write_settings(tmp_path, entry)), "--raw", f"raw_source/tasks/{task}", "--out", str(out)])
     sizes = {s: len(jsonl(out / f"{s}.jsonl")) for s in ("train", "dev", "test")}
-    assert sizes == {"train": 300, "dev": 80, "test": 100}
+    assert sizes == {"train": 200, "dev": 50, "test": 100}
     texts = jsonl(out / "test_texts.jsonl")  # what corpora are decontaminated against
     assert [t["id"] for t in texts] == [r["id"] for r in jsonl(out / "test.jsonl")] and all(t["texts"] for t in texts)
     card = json.loads((out / "data_card.json").read_text())
@@ -80,12 +80,12 @@ def test_ner_data_card_counts_mentions(tmp_path, monkeypatch):
 def test_count_mismatch_stops_the_run_and_keeps_previous_output(tmp_path, monkeypatch):
     monkeypatch.chdir(DEMO)
     entry = dict(
-        DEMO_SPECS["demo-re"], expected_counts={"train": 300, "dev": 81, "test": 100}, expected_counts_checked=True
+        DEMO_SPECS["demo-re"], expected_counts={"train": 200, "dev": 51, "test": 100}, expected_counts_checked=True
     )
     out = tmp_path / "out"
     out.mkdir()
     (out / "train.jsonl").write_text("previous\n")
-    with pytest.raises(PipelineError, match="task demo-re: split dev has 80 examples, expected 81"):
+    with pytest.raises(PipelineError, match="task demo-re: split dev has 50 examples, expected 51"):
         prepare(parse(TaskSpec, entry, "t"), Path("raw_source/tasks/demo-re"), out)
     assert (out / "train.jsonl").read_text() == "previous\n"
     assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no temporary folder left behind
@@ -100,12 +100,12 @@ def test_mention_count_mismatch(tmp_path, monkeypatch):
 
 def test_paper_count_never_checked_warns_and_records_the_real_count(tmp_path, monkeypatch, caplog):
     monkeypatch.chdir(DEMO)
-    entry = dict(DEMO_SPECS["demo-re"], expected_counts={"train": 300, "dev": 81, "test": 100})
+    entry = dict(DEMO_SPECS["demo-re"], expected_counts={"train": 200, "dev": 51, "test": 100})
     out = tmp_path / "out"
     card = prepare(parse(TaskSpec, entry, "t"), Path("raw_source/tasks/demo-re"), out)
-    assert "split dev has 80 examples, expected 81" in caplog.text and "never checked" in caplog.text
+    assert "split dev has 50 examples, expected 51" in caplog.text and "never checked" in caplog.text
     check = card["count_check"]
-    assert check["found"]["dev"] == 80 and check["status"] == "differs from the paper's counts"
+    assert check["found"]["dev"] == 50 and check["status"] == "differs from the paper's counts"
     assert not check["checked_against_release"]
     assert json.loads((out / "provenance.json").read_text())["count_check"] == check
 
