@@ -13,6 +13,7 @@ times) must do the same, and a real change of the data must say which input chan
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -118,8 +119,12 @@ def test_forcerun_build_corpus_on_the_demo_keeps_the_finished_model(tmp_path):
 
     workdir = copy_demo(tmp_path)
     config = workdir / "config.yaml"
-    short = config.read_text().replace("      max_steps: 600\n", "      max_steps: 20\n", 1)
-    config.write_text(short.replace("      checkpoint_every: 200\n", "      checkpoint_every: 10\n", 1))
+    # The first of each key is the teacher's (demo-roberta's `pretrain: &tiny`).
+    short = config.read_text()
+    for key, value in (("max_steps", 20), ("checkpoint_every", 10)):
+        short, replaced = re.subn(rf"^      {key}: \d+$", f"      {key}: {value}", short, count=1, flags=re.M)
+        assert replaced == 1, f"demo/config.yaml: the teacher's {key} moved"
+    config.write_text(short)
     target = "results/pretrain/demo-roberta/model.safetensors"
     first = run_demo(workdir, target)
     assert first.returncode == 0, first.stderr[-6000:]
