@@ -450,6 +450,51 @@ def test_relation_input_and_pooling_options_learn(tmp_path, roberta, options):
     assert yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())["finetune"]["pooling"] == options["pooling"]
 
 
+@pytest.mark.parametrize("task_type", ["doc_classification", "similarity", "nli"])
+def test_mean_pooling_learns_sentence_level_tasks(tmp_path, bert, task_type):
+    metrics = run_cli(tmp_path, bert, task_type, finetune={"pooling": "mean"})
+    assert metrics["test"]["score"] > CHANCE[task_type], metrics["history"]
+    assert yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())["finetune"]["pooling"] == "mean"
+
+
+def test_mean_pooling_reads_every_token_and_ignores_padding(bert):
+
+    from workflow_scripts.finetune import heads
+
+    torch.manual_seed(0)
+    model = heads.build(str(bert), "nli", ["a", "b", "c"], 0.0, "mean", 0).eval()
+    ids = torch.tensor([[2, 7, 8, 9, 3]])
+    padded = {"input_ids": torch.cat([ids, torch.zeros(1, 3, dtype=torch.long)], 1)}
+    padded["attention_mask"] = (padded["input_ids"] != 0).long()
+    with torch.no_grad():
+        alone = heads.forward(model, {"input_ids": ids, "attention_mask": torch.ones_like(ids)})
+        with_padding = heads.forward(model, padded)
+        changed = heads.forward(model, {"input_ids": ids.where(ids != 8, 11), "attention_mask": torch.ones_like(ids)})
+    assert torch.allclose(alone, with_padding, atol=1e-5)
+    assert not torch.allclose(alone, changed, atol=1e-5)
+
+
+def test_entity_pooling_on_a_task_without_entities_is_refused(tmp_path, bert):
+    task_dir = write_task(tmp_path, "nli", sizes=(4, 4, 4))
+    settings = write_settings(tmp_path / "s.yaml", "nli", {"pooling": "entity_start"})
+    with pytest.raises(PipelineError, match="finetune.pooling: entity_start pools a relation's two entities"):
+        main(
+            [
+                "--settings",
+                str(settings),
+                "--model",
+                str(bert),
+                "--task-dir",
+                str(task_dir),
+                "--seed",
+                "1",
+                "--out",
+                str(tmp_path / "o"),
+            ]
+        )
+    assert not (tmp_path / "o").exists()
+
+
 def test_entity_pooling_spans_point_at_markers_mentions_and_placeholders(roberta):
     from transformers import AutoTokenizer
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..errors import PipelineError
 from . import tagging
+from .settings import ENTITY_POOLING
 
 log = logging.getLogger(__name__)
 
@@ -259,7 +260,7 @@ def _encode_relation(tokenizer, rows, enc: Encoding) -> list[dict[str, Any]]:
             sp = marker_spans if enc.pooling == "entity_start" else mention_spans
         texts.append(text)
         spans.append(sp)
-    pooled = enc.pooling != "cls"
+    pooled = enc.pooling in ENTITY_POOLING
     if pooled and not getattr(tokenizer, "is_fast", False):
         raise PipelineError(f"finetune.pooling: {enc.pooling} needs a fast tokenizer (character offsets)")
     out = _tokenize(tokenizer, texts, None, enc, offsets=pooled)

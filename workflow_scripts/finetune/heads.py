@@ -1,5 +1,6 @@
-"""Models per task type: transformers' AutoModelFor* heads, and a small head that represents a
-relation by its two entities (entity start or mention pooling, PubMedBERT Table 12)."""
+"""Models per task type: transformers' AutoModelFor* heads, and a small head over a pooled
+encoder state: a relation's two entities (entity start or mention pooling, PubMedBERT Table 12),
+or the mean over an input's tokens."""
 
 from __future__ import annotations
 
@@ -51,29 +52,34 @@ def problem_type(task_type: str) -> str:
     }.get(task_type, "single_label_classification")
 
 
-class EntityPoolingClassifier(nn.Module):
-    """Represent a relation by its two entities, concatenated: the encoder state at each
-    entity's first token (``entity_start``), or the max over its tokens (``mention``)."""
+class PooledClassifier(nn.Module):
+    """A linear head over a pooled encoder state: the two entities, concatenated (the state at
+    each entity's first token, ``entity_start``, or the max over its tokens, ``mention``), or the
+    mean over every token of the input (``mean``)."""
 
     def __init__(self, model_dir: str, config, dropout: float, pooling: str) -> None:
         super().__init__()
         self.encoder = AutoModel.from_pretrained(model_dir, config=config)
         self.pooling = pooling
         self.dropout = nn.Dropout(dropout)
-        self.classifier = nn.Linear(2 * config.hidden_size, config.num_labels)
+        width = config.hidden_size if pooling == "mean" else 2 * config.hidden_size
+        self.classifier = nn.Linear(width, config.num_labels)
 
-    def forward(self, input_ids, attention_mask, entities, token_type_ids=None):
+    def forward(self, input_ids, attention_mask, entities=None, token_type_ids=None):
         kwargs = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
         hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask, **kwargs).last_hidden_state
-        if self.pooling == "entity_start":
+        if self.pooling == "mean":
+            weights = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1.0)
+        elif self.pooling == "entity_start":
             index = entities[:, :, 0].unsqueeze(-1).expand(-1, -1, hidden.size(-1))
-            pooled = hidden.gather(1, index)
+            pooled = hidden.gather(1, index).flatten(1)
         else:
             positions = torch.arange(hidden.size(1), device=hidden.device).view(1, 1, -1)
             inside = (positions >= entities[:, :, :1]) & (positions < entities[:, :, 1:])
             masked = hidden.unsqueeze(1).masked_fill(~inside.unsqueeze(-1), torch.finfo(hidden.dtype).min)
-            pooled = masked.max(dim=2).values
-        return self.classifier(self.dropout(pooled.flatten(1)))
+            pooled = masked.max(dim=2).values.flatten(1)
+        return self.classifier(self.dropout(pooled))
 
 
 @contextlib.contextmanager
@@ -106,13 +112,13 @@ def build(model_dir: str, task_type: str, labels: list[str], dropout: float, poo
     with _quiet_loading():
         if kind == "token":
             model = AutoModelForTokenClassification.from_pretrained(model_dir, config=config)
-        elif task_type == "relation" and pooling != "cls":
-            model = EntityPoolingClassifier(model_dir, config, dropout, pooling)
+        elif pooling != "cls":
+            model = PooledClassifier(model_dir, config, dropout, pooling)
         else:
             config.problem_type = kind
             model = AutoModelForSequenceClassification.from_pretrained(model_dir, config=config)
     log.info("%s with a new %s head (%d outputs), randomly initialised", type(model).__name__, kind, num_labels)
-    encoder = model.encoder if isinstance(model, EntityPoolingClassifier) else model
+    encoder = model.encoder if isinstance(model, PooledClassifier) else model
     if vocab_size > encoder.get_input_embeddings().num_embeddings:
         encoder.resize_token_embeddings(vocab_size)  # room for the entity markers
     return model
@@ -121,8 +127,8 @@ def build(model_dir: str, task_type: str, labels: list[str], dropout: float, poo
 def forward(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     """Logits for a collated batch, whatever the head."""
     inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in batch}
-    if isinstance(model, EntityPoolingClassifier):
-        return model(entities=batch["entities"], **inputs)
+    if isinstance(model, PooledClassifier):
+        return model(entities=batch.get("entities"), **inputs)
     return model(**inputs).logits
 
 

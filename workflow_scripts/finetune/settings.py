@@ -9,6 +9,9 @@ from typing import Literal
 from ..errors import PipelineError
 from ..typed import load_settings
 
+# poolings that read a relation's two entity spans
+ENTITY_POOLING = ("entity_start", "mention")
+
 
 @dataclass
 class GridSettings:
@@ -64,11 +67,12 @@ class FinetuneSettings:
         default="dummify",
         metadata={"help": "relation input: dummified entities as given, or entity markers around them"},
     )
-    pooling: Literal["cls", "entity_start", "mention"] = field(
+    pooling: Literal["cls", "mean", "entity_start", "mention"] = field(
         default="cls",
         metadata={
-            "help": "relation representation: [CLS], the two entities' first tokens (their "
-            "markers with re_input: markers), or max pooling over each entity's tokens"
+            "help": "what a sentence-level head reads: [CLS] (the papers' choice), the mean over the "
+            "input's tokens, or for relations the two entities' first tokens (their markers with "
+            "re_input: markers) or max pooling over each entity's tokens; tagging reads every token"
         },
     )
     threshold: float = field(default=0.5, metadata={"help": "multi-label decision threshold on sigmoid outputs"})
@@ -153,6 +157,11 @@ class FinetuneRunSettings:
     def validate(self, where: str) -> None:
         if self.finetune.max_length is None:
             raise PipelineError(f"{where}.finetune.max_length: the resolved settings need the sequence length")
+        if self.finetune.pooling in ENTITY_POOLING and self.task.type != "relation":
+            raise PipelineError(
+                f"{where}.finetune.pooling: {self.finetune.pooling} pools a relation's two entities, "
+                f"but task {self.task.name} is {self.task.type}: use cls or mean"
+            )
 
 
 def load(path: str | Path) -> FinetuneRunSettings:
