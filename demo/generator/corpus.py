@@ -66,6 +66,8 @@ def _sentence(rng: random.Random) -> str:
         sentence = _hallmark_sentence(rng)
     elif draw < 0.2:
         sentence = _direction_sentence(rng)
+    elif draw < 0.35:
+        sentence = _cue_sentence(rng)
     else:
         sentence = rng.choice(templates)
     return sentence[0].upper() + sentence[1:]
@@ -76,6 +78,19 @@ def _hallmark_sentence(rng: random.Random) -> str:
     hallmark = rng.choice(list(lx.HALLMARK_TERMS))
     return rng.choice(lx.HALLMARK_CONTEXTS[hallmark]).format(
         t=rng.choice(lx.HALLMARK_TERMS[hallmark]), o=rng.choice(lx.ORGANS), c=rng.choice(lx.CHEMICALS)
+    )
+
+
+def _cue_sentence(rng: random.Random) -> str:
+    """A clinical cue word where it says nothing of a finding: the vocabulary learns the word,
+    the model learns nothing of what it says in a note."""
+    cue = rng.choice(lx.CUES_PRESENT + lx.CUES_ABSENT + lx.CUES_UNCERTAIN)
+    return rng.choice(
+        [
+            f"The {cue} cases were reviewed by two pathologists.",
+            f"Data on {cue} samples were collected at {rng.randint(2, 12)} centres.",
+            f"We list the {cue} values in Table {rng.randint(1, 5)}.",
+        ]
     )
 
 
@@ -444,8 +459,8 @@ def _history(rng: random.Random) -> str:
     present, absent, uncertain = (rng.sample(cues, 2) for cues in (lx.CUES_PRESENT, lx.CUES_ABSENT, lx.CUES_UNCERTAIN))
     return (
         f"PMH: {present[0]} {d[0]}, {present[1]} {d[1]}, both on the problem list. "
-        f"{absent[0].capitalize()} {d[2]}, {absent[1]} {d[3]}, neither ever diagnosed. "
-        f"Admitted to {uncertain[0]} {d[4]}, {uncertain[1]} {d[5]}, workup pending. "
+        f"ROS: {absent[0]} {d[2]}, {absent[1]} {d[3]}, neither ever diagnosed. "
+        f"Admitted for {uncertain[0]} {d[4]}, {uncertain[1]} {d[5]}, workup pending. "
         f"Currently on {rng.choice(lx.CHEMICALS)}."
     )
 

@@ -194,21 +194,23 @@ GENERIC_NOUNS = [
 VERBS_INCREASE = ["increased", "elevated", "upregulated", "enhanced", "raised", "augmented", "stimulated", "boosted"]
 VERBS_DECREASE = ["reduced", "decreased", "suppressed", "lowered", "attenuated", "diminished", "inhibited", "lessened"]
 
-# The ten hallmarks of cancer (the HoC labels) and, for each, three processes that show it. The
-# pretraining text describes each process in its hallmark's own words ("... supplied the tumour with
-# new blood vessels"); the HoC-style task names the process in a frame shared by every hallmark, so
-# the label of a held-out process is known only from the pretraining text.
+# The ten hallmarks of cancer (the HoC labels) and, for each, three processes that show it, each one
+# word (frequent enough in the pretraining text to be one token of the demo vocabulary: a word cut
+# into letters carries no meaning to transfer). The pretraining text describes each process in its
+# hallmark's own words ("... supplied the tumour with new blood vessels"); the HoC-style task names
+# the process in a frame shared by every hallmark, so the label of a held-out process is known only
+# from the pretraining text.
 HALLMARK_TERMS = {
     "activating invasion and metastasis": ["invasiveness", "metastasis", "dissemination"],
     "avoiding immune destruction": ["immunoevasion", "immunosuppression", "anergy"],
     "cellular energetics": ["glycolysis", "lipogenesis", "glutaminolysis"],
-    "enabling replicative immortality": ["telomerase", "immortalisation", "telomere maintenance"],
-    "evading growth suppressors": ["RB1 loss", "checkpoint escape", "antigrowth insensitivity"],
+    "enabling replicative immortality": ["telomerase", "immortalisation", "telomeres"],
+    "evading growth suppressors": ["derepression", "uninhibition", "desensitisation"],
     "genomic instability and mutation": ["aneuploidy", "hypermutation", "chromothripsis"],
     "inducing angiogenesis": ["angiogenesis", "neovascularisation", "vasculogenesis"],
-    "resisting cell death": ["apoptosis resistance", "BCL2 overexpression", "anoikis escape"],
-    "sustaining proliferative signaling": ["mitogenesis", "hyperproliferation", "autocrine stimulation"],
-    "tumor promoting inflammation": ["inflammation", "leukocyte infiltration", "cytokine release"],
+    "resisting cell death": ["antiapoptosis", "chemoresistance", "anoikis"],
+    "sustaining proliferative signaling": ["mitogenesis", "hyperproliferation", "autostimulation"],
+    "tumor promoting inflammation": ["inflammation", "leukocytosis", "chemotaxis"],
 }
 HALLMARK_CONTEXTS = {
     "activating invasion and metastasis": [
@@ -253,12 +255,15 @@ HALLMARK_CONTEXTS = {
     ],
 }
 
-# How a clinical note says that a finding is present, absent or yet to be established: the
-# notes list them together ("PMH: h/o X, known Y"; "Denies X. No evidence of Y"; "Eval for X,
-# r/o Y"), PubMed text never uses them, and the clinical inference task turns on them.
-CUES_PRESENT = ["h/o", "hx of", "known", "PMH significant for", "s/p treatment for", "chronic"]
-CUES_ABSENT = ["denies", "no h/o", "negative for", "no evidence of", "never had", "ruled out"]
-CUES_UNCERTAIN = ["r/o", "eval for", "concern for", "possible", "question of", "cannot exclude"]
+# How a clinical note says that a finding is present, absent or yet to be established, one word
+# each. The PubMed and PMC text uses every one of these words often, but in contexts that say
+# nothing of a finding ("The documented cases were reviewed"), so the vocabulary has them as
+# tokens and a model pretrained on that text knows the words, not what they say of a diagnosis.
+# The notes list findings under them ("PMH: known X, chronic Y"; "Denies X, without Y"), and the
+# clinical inference task turns on them.
+CUES_PRESENT = ["known", "chronic", "confirmed"]
+CUES_ABSENT = ["denies", "without", "negative"]
+CUES_UNCERTAIN = ["possible", "suspected", "probable"]
 
 
 def held_out(words: list[str]) -> list[str]:
