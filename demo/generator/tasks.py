@@ -476,7 +476,7 @@ def generate() -> tuple[dict[str, bytes], dict]:
             [],
             max_length=64,
             expected_counts=counts,
-            finetune={**sentence, "epochs": 10},
+            finetune=sentence,
         ),
         "demo-hoc": _entry(
             "demo-hoc",
@@ -490,7 +490,7 @@ def generate() -> tuple[dict[str, bytes], dict]:
             HALLMARKS,
             max_length=64,
             expected_counts=counts,
-            finetune={**sentence, "lr": 1.0e-3, "epochs": 40},
+            finetune={**sentence, "lr": 1.0e-3, "epochs": 20},
         ),
         "demo-pubmedqa": _entry(
             "demo-pubmedqa",
@@ -518,7 +518,7 @@ def generate() -> tuple[dict[str, bytes], dict]:
             ["entailment", "contradiction", "neutral"],
             max_length=64,
             expected_counts=counts,
-            finetune={**sentence, "epochs": 8},
+            finetune=sentence,
         ),
     }
     files = {f"{task}/{name}": data for task, fs in tasks.items() for name, data in fs.items()}
