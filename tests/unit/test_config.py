@@ -73,7 +73,7 @@ def test_full_study_config_is_valid_and_complete():
     # Every task of a published table, BLURB's own splits beside the releases Lewis et al. used.
     assert set(study.resolved_tasks) == {n for n, entry in load_registry().items() if entry.get("benchmarks")}
     kinds = {m.kind for m in study.models.values()}
-    assert kinds == {"pretrain", "distill", "external"}
+    assert kinds == {"pretrain", "distill", "external", "control", "baseline"}
     algorithms = {v.train.algorithm for v in study.vocabularies.values()}
     assert algorithms == {"bpe", "wordpiece", "sentencepiece_unigram", "sentencepiece_bpe"}
     pubmed = corpus_files(study, "pubmed")

@@ -38,5 +38,7 @@ def test_dry_run_shows_every_stage_and_job():
     assert jobs["pretrain"] == kinds.count("pretrain")
     assert jobs["distill"] == kinds.count("distill")
     assert jobs["prepare_task"] == len(study.resolved_tasks)
-    assert jobs["finetune"] == len(list(finetune_runs(study))) > 2000
+    # the no-training baseline's runs are jobs of rule baseline, the random-weight control's of finetune
+    assert jobs["finetune"] + jobs["baseline"] == len(list(finetune_runs(study))) > 2000
+    assert jobs["control"] == kinds.count("control") == 1 and jobs["baseline"] > 0
     assert jobs["tables"] == 1 and jobs["plots"] == 1
