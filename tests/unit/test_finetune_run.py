@@ -314,24 +314,13 @@ def run_cli(
     finetune = {**LONGER.get(task_type, {}), **(finetune or {})}
     settings = write_settings(tmp_path / f"{name}.yaml", task_type, finetune, **task_extra)
     out = tmp_path / name
-    main(
-        [
-            "--settings",
-            str(settings),
-            "--model",
-            str(model),
-            "--task-dir",
-            str(task_dir),
-            "--fold",
-            "0",
-            "--seed",
-            str(seed),
-            "--out",
-            str(out),
-            *extra_args,
-        ]
-    )
+    main([*cli_args(settings, model, task_dir, out, seed), "--fold", "0", *extra_args])
     return json.loads((out / "metrics.json").read_text())
+
+
+def cli_args(settings: Path, model: Path, task_dir: Path, out: Path, seed: int = 1) -> list[str]:
+    paths = {"--settings": settings, "--model": model, "--task-dir": task_dir, "--out": out}
+    return [*(arg for flag, path in paths.items() for arg in (flag, str(path))), "--seed", str(seed)]
 
 
 CHANCE = {
@@ -478,20 +467,7 @@ def test_entity_pooling_on_a_task_without_entities_is_refused(tmp_path, bert):
     task_dir = write_task(tmp_path, "nli", sizes=(4, 4, 4))
     settings = write_settings(tmp_path / "s.yaml", "nli", {"pooling": "entity_start"})
     with pytest.raises(PipelineError, match="finetune.pooling: entity_start pools a relation's two entities"):
-        main(
-            [
-                "--settings",
-                str(settings),
-                "--model",
-                str(bert),
-                "--task-dir",
-                str(task_dir),
-                "--seed",
-                "1",
-                "--out",
-                str(tmp_path / "o"),
-            ]
-        )
+        main(cli_args(settings, bert, task_dir, tmp_path / "o"))
     assert not (tmp_path / "o").exists()
 
 
@@ -587,16 +563,7 @@ def test_cli_process_reports_a_bad_setting_in_one_line(tmp_path, bert):
             sys.executable,
             "-m",
             "workflow_scripts.finetune.finetune",
-            "--settings",
-            str(settings),
-            "--model",
-            str(bert),
-            "--task-dir",
-            str(task_dir),
-            "--seed",
-            "1",
-            "--out",
-            str(tmp_path / "out"),
+            *cli_args(settings, bert, task_dir, tmp_path / "out"),
         ],
         capture_output=True,
         text=True,
