@@ -4,7 +4,7 @@ import re
 import shlex
 import sys
 
-from workflow_scripts import paths
+from workflow_scripts import numerics, paths
 from workflow_scripts.config import plan, step_settings
 from workflow_scripts.config.launch import launch_command
 from workflow_scripts.config.resources import MODEL_RULES, snakemake_resources
@@ -17,6 +17,9 @@ try:
     STUDY = load_config(config, workflow.source_path("../schemas/config.schema.yaml"))
 except PipelineError as exc:
     sys.exit(f"error: config: {exc}")
+
+# Read once, when torch is imported: set before any job starts, so that every job inherits them.
+numerics.export(STUDY.numerics)
 
 # relative to the run directory: absolute paths in params would rerun jobs of a moved checkout
 WORKFLOW_ROOT = os.path.relpath(workflow.basedir)

@@ -6,7 +6,7 @@ import logging
 import sys
 from collections.abc import Callable, Sequence
 
-from . import diskspace
+from . import diskspace, numerics
 from .errors import PipelineError
 
 
@@ -31,6 +31,7 @@ def run(main: Callable[[Sequence[str] | None], object], argv: Sequence[str] | No
     for handler in logging.getLogger().handlers:
         handler.addFilter(_module_names)
     try:
+        numerics.apply_deterministic()
         main(argv)
     except PipelineError as exc:
         print(f"error: {exc}", file=sys.stderr)

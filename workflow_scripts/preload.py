@@ -35,7 +35,10 @@ ENABLE = "WORKFLOW_PRELOAD"
 IDLE_SECONDS = float(os.environ.get("WORKFLOW_PRELOAD_IDLE", "120"))
 START_SECONDS = 120.0
 # Variables read while torch and transformers import: a server started under other values is another server.
-IMPORT_TIME_PREFIXES = ("OMP_", "MKL_", "OPENBLAS_", "TORCH", "PYTORCH", "CUDA", "HF_", "TRANSFORMERS", "LD_")
+IMPORT_TIME_PREFIXES = (
+    *("OMP_", "MKL_", "OPENBLAS_", "ATEN_", "ONEDNN_", "DNNL_", "CUBLAS_", "WORKFLOW_DETERMINISTIC"),
+    *("TORCH", "PYTORCH", "CUDA", "HF_", "TRANSFORMERS", "LD_"),
+)
 # Under ``python -m`` this module's __name__ is __main__; its spec keeps the real name.
 MODULE = __spec__.name
 PACKAGE = MODULE.split(".")[0]

@@ -15,6 +15,7 @@ from ..corpus.settings import CleanSettings
 from ..distill.settings import DistillSettings
 from ..errors import PipelineError
 from ..finetune.settings import FinetuneSettings
+from ..numerics import Numerics
 from ..pretrain.settings import PretrainSettings
 from ..report.settings import Aggregation, Published
 from ..tasks import registry
@@ -204,6 +205,10 @@ class Study:
     )
     aggregation: Aggregation = _help("How runs become table cells.", default_factory=Aggregation)
     reference: Reference = _help("Published results shown beside ours.", default_factory=Reference)
+    numerics: Numerics = _help(
+        "Which kernels every job's arithmetic runs on: reproducible across CPUs or GPUs where asked.",
+        default_factory=Numerics,
+    )
     resources: dict[str, JobResources] = _help(
         "What one job of each rule needs (threads, mem_mb, runtime, gpu, nodes), by rule name; "
         "a rule not listed gets one thread, 4 GB, 60 minutes and no GPU.",

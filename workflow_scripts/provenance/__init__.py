@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from .. import numerics
 from ..atomic import write_json
 from ..integrity import sha256_file
 
@@ -185,6 +186,7 @@ def record(
         "workflow": workflow_commit(),
         "host": platform.node(),
         "accelerator": accelerator(),
+        "numerics": numerics.describe(),
         "started": started or now(),
         "ended": now(),
     }
