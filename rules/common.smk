@@ -5,11 +5,12 @@ import shlex
 import sys
 
 from workflow_scripts import numerics, paths
-from workflow_scripts.config import plan, step_settings
+from workflow_scripts.config import checkpoints, plan, step_settings
 from workflow_scripts.config.launch import launch_command
 from workflow_scripts.config.resources import MODEL_RULES, snakemake_resources
 from workflow_scripts.config.validate import load_config
 from workflow_scripts.errors import PipelineError
+from workflow_scripts.download.hub import PIN_COMMAND
 from workflow_scripts.atomic import write_yaml
 from workflow_scripts.pack.index import build_index
 
@@ -17,6 +18,15 @@ try:
     STUDY = load_config(config, workflow.source_path("../schemas/config.schema.yaml"))
 except PipelineError as exc:
     sys.exit(f"error: config: {exc}")
+
+try:
+    checkpoints.check_local(STUDY)
+except PipelineError as exc:
+    sys.exit(f"error: config: {exc}")
+# A dry run plans an unpinned hub checkpoint; a real run that needs it refuses to start (onstart).
+UNPINNED = checkpoints.unpinned(STUDY)
+for _key in UNPINNED.values():
+    print(f"warning: config: {_key}: unpinned; run `{PIN_COMMAND}`", file=sys.stderr)
 
 # Read once, when torch is imported: set before any job starts, so that every job inherits them.
 numerics.export(STUDY.numerics)
@@ -248,9 +258,21 @@ def selection_run(wildcards):
 # `sinfo` once, before the first submission (a leftover SITE_ placeholder or a misspelt
 # partition would otherwise fail only when its first job is submitted).
 onstart:
+    from snakemake.exceptions import WorkflowError
+
+    try:
+        checkpoints.refuse_unpinned(
+            [
+                UNPINNED[job.wildcards.model]
+                for job in workflow.dag.needrun_jobs()
+                if job.rule.name == "download_model"
+                and job.wildcards.model in UNPINNED
+            ]
+        )
+    except PipelineError as exc:
+        raise WorkflowError(f"error: config: {exc}") from None
     plugin = workflow.executor_plugin
     if plugin is not None and plugin.name == "slurm":
-        from snakemake.exceptions import WorkflowError
         from workflow_scripts.config import slurm_partitions
 
         try:

@@ -85,3 +85,21 @@ rule download_task_folder:
         ),
     shell:
         "python -m workflow_scripts.download.fetch {params.args} --out {output} 2> {log}"
+
+
+# A hub checkpoint at its pinned commit, fetched once; every consumer reads the snapshot, so
+# compute nodes need no network. The whole folder appears at once, its record last.
+rule download_model:
+    output:
+        provenance=f"{paths.HUB_MODEL}/provenance.json",
+    log:
+        "results/logs/download/models/{model}.log",
+    conda:
+        CONDA_ENV
+    resources:
+        downloads=1,
+    params:
+        args=lambda wildcards: plan.hub_args(STUDY, wildcards.model),
+    shell:
+        "python -m workflow_scripts.download.download_model {params.args}"
+        " --out results/raw/models/{wildcards.model} 2> {log}"

@@ -10,6 +10,7 @@ RESULTS = "results"
 
 RAW = f"{RESULTS}/raw/{{corpus}}/{{file}}"
 TASK_RAW = f"{RESULTS}/raw/tasks/{{task}}/{{file}}"
+HUB_MODEL = f"{RESULTS}/raw/models/{{model}}"  # a hub checkpoint's snapshot at its pinned commit
 PARSED = f"{RESULTS}/parsed/{{corpus}}/{{file}}.parquet"
 CORPUS = f"{RESULTS}/corpus/{{corpus}}"
 VOCAB = f"{RESULTS}/vocab/{{vocab}}"

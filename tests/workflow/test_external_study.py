@@ -82,3 +82,45 @@ def test_a_study_without_tasks_or_without_models_plans_its_default_target(tmp_pa
     assert result.returncode == 0, result.stderr[-3000:]
     jobs = planned_jobs(result.stdout)
     assert "plots" in jobs and not {"corpus_table", "heldout_table", "tables", "finetune"} & set(jobs)
+
+
+def _with_checkpoint(study: Path, checkpoint) -> None:
+    config = yaml.safe_load((study / "config.yaml").read_text())
+    config["models"]["minilm"]["checkpoint"] = checkpoint
+    (study / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+
+
+def test_a_hub_checkpoint_is_fetched_once_at_its_commit_and_fine_tuned_with_the_hub_gone(tmp_path, monkeypatch):
+    from hub_server import COMMIT, Hub
+
+    hub = Hub({"sentence-transformers/all-MiniLM-L6-v2": minilm()})
+    monkeypatch.setenv("HF_ENDPOINT", hub.url)
+    study = write_study(tmp_path)
+    # a hub id without its commit: refused before any job, naming the key
+    _with_checkpoint(study, "sentence-transformers/all-MiniLM-L6-v2")
+    refused = run_demo(study, "-n")
+    assert (
+        refused.returncode != 0
+        and "models.minilm.checkpoint: 'sentence-transformers/all-MiniLM-L6-v2' is no local folder" in refused.stderr
+    )
+    # marked unpinned: a dry run plans it and names it; a real run refuses to start
+    _with_checkpoint(study, {"hub": "sentence-transformers/all-MiniLM-L6-v2", "revision": None})
+    planned = run_demo(study, "-n")
+    assert planned.returncode == 0 and planned_jobs(planned.stdout)["download_model"] == 1
+    assert (
+        "models.minilm.checkpoint.revision: unpinned; run `python -m workflow_scripts.download.pin_checkpoints"
+        in planned.stderr
+    )
+    refused = run_demo(study)
+    assert refused.returncode != 0 and "hub checkpoint without its commit" in refused.stderr
+    assert not (study / "results").exists() and hub.requests == []
+    # pinned: fetched once, then every job reads the snapshot
+    _with_checkpoint(study, {"hub": "sentence-transformers/all-MiniLM-L6-v2", "revision": COMMIT})
+    fetched = run_demo(study, "results/raw/models/minilm/provenance.json")
+    assert fetched.returncode == 0, fetched.stderr[-3000:]
+    hub.close()
+    result = run_demo(study)
+    assert result.returncode == 0, result.stderr[-4000:]
+    run = study / "results/finetune/minilm/my-ner/fold~0/seed~1"
+    assert json.loads((run / "metrics.json").read_text())["steps"] == 6
+    assert "results/raw/models/minilm" in (run / "provenance.json").read_text()

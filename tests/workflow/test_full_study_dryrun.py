@@ -12,6 +12,7 @@ from workflow_scripts.config.plan import (
     model_packed,
 )
 from workflow_scripts.config.validate import load_config
+from workflow_scripts.download.hub import HubCheckpoint
 
 
 def test_dry_run_shows_every_stage_and_job():
@@ -42,3 +43,7 @@ def test_dry_run_shows_every_stage_and_job():
     assert jobs["finetune"] + jobs["baseline"] == len(list(finetune_runs(study))) > 2000
     assert jobs["control"] == kinds.count("control") == 1 and jobs["baseline"] > 0
     assert jobs["tables"] == 1 and jobs["plots"] == 1
+    # every public checkpoint is fetched once, at its commit; the one still unpinned is named
+    hub = [m for m, e in study.models.items() if isinstance(e.checkpoint, HubCheckpoint)]
+    assert jobs["download_model"] == len(hub) == 15
+    assert "models.biomed-roberta.checkpoint.revision: unpinned" in result.stderr

@@ -139,11 +139,20 @@ def model_dir(study: Study, name: str) -> str:
     if m is None:
         return name  # a local directory or hub id given directly as init
     if m.kind == "external":
-        return m.checkpoint or name
+        if isinstance(m.checkpoint, str):
+            return m.checkpoint
+        return paths.HUB_MODEL.format(model=name)
     return paths.MODEL.format(kind=m.kind, model=name)
 
 
 MODEL_FILES = ("model.safetensors", "config.json", "provenance.json")
+
+
+def hub_args(study: Study, name: str) -> str:
+    """The download job's arguments for a hub checkpoint (no --revision while unpinned)."""
+    c = study.models[name].checkpoint
+    revision = f" --revision {c.revision}" if c.revision else ""
+    return f"--hub {shlex.quote(c.hub)}{revision} --key models.{name}.checkpoint"
 
 
 def model_marker(study: Study, name: str) -> list[str]:
@@ -151,8 +160,10 @@ def model_marker(study: Study, name: str) -> list[str]:
     plain rerun rebuild the model when any is deleted (Snakemake reruns a job only for a missing
     output some job needs)."""
     m = study.models.get(name)
-    if m is None or m.kind in ("external", "baseline"):
+    if m is None or m.kind == "baseline" or (m.kind == "external" and isinstance(m.checkpoint, str)):
         return []
+    if m.kind == "external":  # a hub snapshot: its download job writes the record last
+        return [f"{model_dir(study, name)}/provenance.json"]
     return [f"{model_dir(study, name)}/{f}" for f in MODEL_FILES]
 
 
@@ -194,7 +205,8 @@ def pack_tokenizers(study: Study) -> dict[str, str]:
 def pack_tokenizer_marker(study: Study, key: str) -> list[str]:
     if key.startswith("vocab~"):
         return [f"{vocab_dir(key[len('vocab~') :])}/tokenizer_config.json"]
-    return []
+    external = [name for name, m in study.models.items() if m.kind == "external"]
+    return [f for name in external if model_tokenizer(study, name)[0] == key for f in model_marker(study, name)]
 
 
 def corpus_shards(study: Study, corpus: str) -> int:

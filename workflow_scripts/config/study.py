@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from ..corpus.settings import CleanSettings
 from ..distill.settings import DistillSettings
+from ..download.hub import HubCheckpoint
 from ..errors import PipelineError
 from ..finetune.settings import FinetuneSettings
 from ..numerics import Numerics
@@ -149,14 +150,19 @@ class ModelEntry:
     )
     vocab: str | None = _help("pretrain from scratch: the vocabulary (name in vocabularies).", default=None)
     init: str | None = _help(
-        "pretrain: continue from this checkpoint (a model name here, a local directory or a hub id), "
+        "pretrain: continue from this checkpoint (a model name here, or a local directory; a public checkpoint is "
+        "an external model pinned to its commit), "
         "keeping its vocabulary. distill: initialise the student from it. control: the model whose "
         "architecture and vocabulary it copies.",
         default=None,
     )
     corpora: list[str] = _help("pretrain and distill: training corpora (names in corpora).", default_factory=list)
     teacher: str | None = _help("distill: the teacher (a model name here).", default=None)
-    checkpoint: str | None = _help("external: a local directory or a hub id.", default=None)
+    checkpoint: str | HubCheckpoint | None = _help(
+        "external: a local directory, or a hub checkpoint pinned to a commit, {hub: owner/name, revision: <commit>}, "
+        "fetched once into results/raw/models/<name>.",
+        default=None,
+    )
     pretrain: PretrainSettings = _help("pretrain: architecture and recipe.", default_factory=PretrainSettings)
     distill: DistillSettings = _help("distill: student shape, losses and recipe.", default_factory=DistillSettings)
     restricted: bool = _help("external: trained on credentialed data (marks its results restricted).", default=False)
@@ -263,7 +269,7 @@ def _check_model(name: str, m: ModelEntry, study: Study) -> None:
         return
     if m.kind == "external":
         if not m.checkpoint:
-            raise PipelineError(f"{where}.checkpoint: an external model needs a local directory or hub id")
+            raise PipelineError(f"{where}.checkpoint: an external model needs a local directory or {{hub, revision}}")
         return
     if not m.corpora:
         raise PipelineError(f"{where}.corpora: list the corpora it trains on")
