@@ -31,10 +31,10 @@ from .. import provenance
 from ..atomic import atomic_dir, write_json, write_jsonl
 from ..cli import run
 from ..errors import PipelineError
+from ..textfile import read_text
 from ..typed import load_settings, to_dict
 from . import subsets
 from .readers import get_reader
-from .readers.common import read_text
 from .spec import SPLITS, PrepareTaskSettings
 
 # Every test example's texts, one JSON line each: the file corpora are decontaminated against.
