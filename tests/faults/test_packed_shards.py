@@ -21,10 +21,8 @@ torch.set_num_threads(1)
 
 @pytest.fixture(scope="module")
 def packed(tmp_path_factory):
-    root = tmp_path_factory.mktemp("packed")
-    corpus = fx.make_corpus(root / "corpus", 200, shards=2)
-    wordpiece = fx.make_wordpiece(root / "wp", fx.documents(200))
-    return {"index": fx.pack(corpus, wordpiece, root / "packed"), "wordpiece": wordpiece, "root": root}
+    base = fx.corpus_and_wordpiece(tmp_path_factory.mktemp("packed"), shards=2)
+    return {**base, "index": fx.pack(base["corpus"], base["wordpiece"], base["root"] / "packed")}
 
 
 def _train(packed, out, max_steps=4):

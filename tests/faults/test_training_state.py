@@ -19,9 +19,7 @@ torch.set_num_threads(1)
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory):
-    root = tmp_path_factory.mktemp("state")
-    texts = fx.documents(200)
-    return {"corpus": fx.make_corpus(root / "corpus", 200), "wordpiece": fx.make_wordpiece(root / "wp", texts)}
+    return fx.corpus_and_wordpiece(tmp_path_factory.mktemp("state"))
 
 
 def _free(lock_file) -> bool:
