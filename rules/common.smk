@@ -13,6 +13,7 @@ from workflow_scripts.errors import PipelineError
 from workflow_scripts.download.hub import PIN_COMMAND
 from workflow_scripts.atomic import write_yaml
 from workflow_scripts.pack.index import build_index
+from workflow_scripts.download.local_copy import local_source, tree_state
 
 try:
     STUDY = load_config(config, workflow.source_path("../schemas/config.schema.yaml"))
@@ -99,6 +100,7 @@ wildcard_constraints:
 # in the full study): memoise what they derive from the config.
 corpus_files = functools.cache(lambda corpus: plan.corpus_files(STUDY, corpus))
 fetch_table = functools.cache(lambda corpus: plan.fetch_table(STUDY, corpus))
+corpus_urls = functools.cache(lambda corpus: plan.corpus_source_urls(STUDY, corpus))
 finetune_settings = functools.cache(
     lambda model, task: step_settings.finetune_settings(STUDY, model, task)
 )
@@ -156,6 +158,10 @@ def launcher(resources, threads, rule_name):
         )
     except PipelineError as exc:
         raise WorkflowError(str(exc)) from exc
+
+
+def task_url(task, name):
+    return plan.task_source_url(STUDY, task, name)
 
 
 def fetch_table_names(corpus):

@@ -1,4 +1,12 @@
+# A source given as a local path is an input (or, for a folder, a digest in params), so a
+# changed source is copied again; a URL is downloaded once, pinned by its sha256.
+
+
 rule download_corpus_file:
+    input:
+        local=lambda wildcards: local_source(
+            corpus_urls(wildcards.corpus).get(wildcards.file)
+        ),
     output:
         raw=paths.RAW,
         provenance=f"{paths.RAW}.provenance.json",
@@ -49,6 +57,8 @@ rule download_pmc_batch:
 
 
 rule download_task_file:
+    input:
+        local=lambda wildcards: local_source(task_url(wildcards.task, wildcards.file)),
     output:
         raw=paths.TASK_RAW,
         provenance=f"{paths.TASK_RAW}.provenance.json",
@@ -82,6 +92,9 @@ rule download_task_folder:
     params:
         args=lambda wildcards: plan.task_fetch_args(
             STUDY, *wildcards.task_folder.split("/", 1)
+        ),
+        source_state=lambda wildcards: tree_state(
+            task_url(*wildcards.task_folder.split("/", 1))
         ),
     shell:
         "python -m workflow_scripts.download.fetch {params.args} --out {output} 2> {log}"

@@ -28,9 +28,7 @@ torch.set_num_threads(1)
 
 @pytest.fixture(scope="module")
 def base(tmp_path_factory):
-    root = tmp_path_factory.mktemp("faults")
-    texts = fx.documents(200)
-    return {"corpus": fx.make_corpus(root / "corpus", 200), "wordpiece": fx.make_wordpiece(root / "wp", texts)}
+    return fx.corpus_and_wordpiece(tmp_path_factory.mktemp("faults"))
 
 
 @pytest.fixture(scope="module")

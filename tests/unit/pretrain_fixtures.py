@@ -138,6 +138,15 @@ def corpus_and_tokenizers(root: Path, shards: int = 1) -> dict:
     }
 
 
+def corpus_and_wordpiece(root: Path, n_docs: int = 200, shards: int = 1) -> dict:
+    """A corpus of ``n_docs`` documents and a WordPiece learnt on them: what most fault tests train on."""
+    return {
+        "root": root,
+        "corpus": make_corpus(root / "corpus", n_docs, shards=shards),
+        "wordpiece": make_wordpiece(root / "wp", documents(n_docs)),
+    }
+
+
 TINY = {
     "architecture": "bert",
     "size": "tiny",

@@ -15,7 +15,7 @@ import yaml
 from workflow_scripts.config.plan import task_directories, task_fetch_args
 from workflow_scripts.config.validate import load_config
 from workflow_scripts.download.fetch import main
-from workflow_scripts.download.local_copy import tree_digest
+from workflow_scripts.download.local_copy import local_source, tree_digest, tree_state
 from workflow_scripts.errors import PipelineError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -142,3 +142,19 @@ def test_plan_passes_folders_access_and_config_keys():
     folders = task_directories(study)
     assert {f"i2b2-2010-re/{TRAIN}", "i2b2-2010/test_data", "i2b2-2014/training-PHI-Gold-Set1"} <= set(folders)
     assert not [f for f in folders if f.startswith(("bc5cdr-chem/", "mednli/"))]
+
+
+def test_local_sources_are_tracked_and_urls_are_not(tmp_path):
+    data = tmp_path / "my task" / "dev.tsv"
+    data.parent.mkdir()
+    data.write_text("a\tO\n")
+    assert local_source(str(data)) == [str(data)]
+    assert local_source(f"file://{data}") == [str(data)]
+    assert local_source("https://example.org/dev.tsv") == [] and local_source(str(tmp_path / "absent.tsv")) == []
+    before = tree_state(str(data.parent))
+    assert before and tree_state(str(data.parent)) == before
+    data.write_text("a\tB-X\n")
+    edited = tree_state(str(data.parent))
+    (data.parent / "extra.tsv").write_text("")
+    assert len({before, edited, tree_state(str(data.parent))}) == 3
+    assert tree_state("https://example.org/release/") == ""

@@ -83,3 +83,14 @@ def test_truncated_gzip_names_file(tmp_path):
     with pytest.raises(PipelineError, match=r"NOTEEVENTS\.csv\.gz: truncated or corrupt gzip"):
         list(iter_notes(path))
     assert isinstance(next(iter_notes(SAMPLE)), Note)
+
+
+def test_a_resaved_noteevents_reads_the_same_and_a_latin1_byte_names_its_line(tmp_path):
+    path = tmp_path / "NOTEEVENTS.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + SAMPLE.read_bytes().replace(b"\n", b"\r\n"))
+    assert list(iter_notes(path)) == list(iter_notes(SAMPLE))
+    lines = SAMPLE.read_bytes().split(b"\n")
+    lines[4] = b"\xe4" + lines[4][1:]
+    path.write_bytes(b"\n".join(lines))
+    with pytest.raises(PipelineError, match=r"NOTEEVENTS.csv:5: byte 0xE4 is not UTF-8 .*re-save it as UTF-8"):
+        list(iter_notes(path))

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import text_variations
 
 from workflow_scripts.tasks.prepare_task import prepare
 from workflow_scripts.tasks.readers import get_reader
@@ -215,3 +216,49 @@ def test_every_real_task_file_is_exercised():
         | {f"biosses/{s}.tsv" for s in ("train", "dev", "test")}
     )
     assert {f"{task}/{file}" for task, meta in MANIFEST.items() for file in meta["files"]} <= covered
+
+
+def release_prefix(path: Path, lines: int, sentences: bool) -> bytes:
+    """The file's first ``lines`` lines; with ``sentences``, up to the next blank line (a CoNLL sentence end)."""
+    kept = []
+    with open(path, "rb") as fh:
+        for line in fh:
+            kept.append(line)
+            if len(kept) >= lines and (not sentences or not line.strip()):
+                break
+    return b"".join(kept)
+
+
+# The readers of public releases: format -> (task, release file, lines kept).
+REAL_FILES = {
+    "conll": ("ncbi-disease", "train.tsv", 300),
+    "conll_untyped": ("species-800", "datasets/NER/s800/test.tsv", 300),
+    "biobert_tsv": ("gad", "datasets/RE/GAD/1/train.tsv", 200),
+    "hoc": ("hoc", "bert_data/hoc/train.tsv", 200),
+    "biosses": ("biosses", "dev.tsv", 0),
+    "pubmedqa": ("pubmedqa", "ori_pqal.json", 0),
+}
+
+
+def real_prefix(fmt: str, task: str, file: str, lines: int) -> bytes:
+    path = REAL / task / file
+    if task == "pubmedqa":  # one JSON object: keep its first questions, written as the release writes them
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return json.dumps(dict(list(data.items())[:40]), indent=4).encode()
+    return release_prefix(path, lines, fmt.startswith("conll")) if lines else path.read_bytes()
+
+
+@pytest.mark.parametrize("variation", text_variations.VARIATIONS)
+@pytest.mark.parametrize("fmt", sorted(REAL_FILES))
+def test_real_release_files_as_users_save_them(fmt, variation, tmp_path):
+    """A BOM, CRLF, trailing spaces or no final newline read as the release; other encodings,
+    a NUL byte or a cut character stop naming the file and line."""
+    task, file, lines = REAL_FILES[fmt]
+    needs(task)
+    spec = spec_of(task, {"format": fmt, "labels": ["O", "B-Disease", "I-Disease"]} if fmt == "conll" else {})
+    copy = tmp_path / file
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    copy.write_bytes(real_prefix(fmt, task, file, lines))
+    reference = get_reader(fmt)(copy, spec, name=file)
+    assert len(reference) > 10
+    text_variations.check(lambda: get_reader(fmt)(copy, spec, name=file), copy, file, variation, reference)

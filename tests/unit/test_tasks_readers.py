@@ -4,9 +4,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+import text_variations
 
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.tasks.readers import READERS, get_reader
+from workflow_scripts.tasks.registry import resolve
 from workflow_scripts.tasks.spec import TaskSpec
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "tasks"
@@ -299,7 +301,7 @@ def test_unknown_format_lists_known_readers():
 def test_invalid_utf8_names_the_line(tmp_path):
     path = tmp_path / "train.tsv"
     path.write_bytes(b"Aspirin\tO\n\xff\tO\n")
-    with pytest.raises(PipelineError, match=r"train.tsv:2: not valid UTF-8"):
+    with pytest.raises(PipelineError, match=r"train.tsv:2: byte 0xFF is not UTF-8"):
         get_reader("conll")(path, DISEASE, name="train.tsv")
 
 
@@ -385,3 +387,60 @@ def test_docstart_lines_keep_documents_and_are_never_tokens(tmp_path):
     assert [r["id"] for r in records] == ["train-doc0:0", "train-doc0:1", "train-doc1:2"]
     assert all("-DOCSTART-" not in r["tokens"] for r in records)
     assert records[2]["tags"] == ["B-Bioentity", "I-Bioentity"]
+
+
+I2B2_2012 = spec(labels=["O"] + [f"{p}-{t}" for t in ("OCCURRENCE", "TREATMENT", "PROBLEM") for p in "BI"])
+# Readers whose release files are not public: format -> (fixture, the file varied in it, spec, selector).
+# i2b2 XML offsets count characters, so added spaces must stop it rather than shift its tags.
+# The readers of public releases are varied on the real files in test_real_releases.py.
+FIXTURE_FILES = {
+    "blue_tsv": ("blue/chemprot.tsv", "", CHEMPROT, None),
+    "i2b2_xml": ("i2b2_2012", "101.xml", I2B2_2012, "EVENT:type"),
+    "i2b2_concepts": ("i2b2_2010/train", "txt/record-13.txt", I2B2_2010, None),
+    "i2b2_relations": (
+        "i2b2_2010_rel/concept_assertion_relation_training_data",
+        "beth/txt/record-21.txt",
+        resolve("i2b2-2010-re"),
+        None,
+    ),
+    "ebm_nlp": ("ebm_nlp/ebm_nlp_2_00", "documents/1001.tokens", PICO, "train"),
+    "hoc_corpus": ("hoc_corpus/Hallmarks-of-Cancer-master", "text/10000001.txt", resolve("hoc-blurb"), None),
+    "ddi_xml": ("ddi_corpus/DDICorpus/Train", "DrugBank/Aspirin_ddi.xml", resolve("ddi-blurb"), None),
+    "chemprot_corpus": (
+        "chemprot_corpus/ChemProt_Corpus/chemprot_training",
+        "chemprot_training_abstracts.tsv",
+        resolve("chemprot-blurb"),
+        None,
+    ),
+    "bioasq": ("bioasq/training.json", "", spec("qa", "bioasq", ["yes", "no"]), None),
+    "mednli": ("mednli/mli.jsonl", "", NLI, None),
+}
+
+
+@pytest.mark.parametrize("variation", text_variations.VARIATIONS)
+@pytest.mark.parametrize("fmt", sorted(FIXTURE_FILES))
+def test_files_as_users_save_them_read_the_same_or_stop_naming_the_line(fmt, variation, tmp_path):
+    rel, member, task, selector = FIXTURE_FILES[fmt]
+    refused = {"trailing_spaces": "the text was changed after annotation"} if fmt == "i2b2_xml" else None
+    copy = tmp_path / rel
+    if member:
+        shutil.copytree(FIXTURES / rel, copy)
+    else:
+        copy.parent.mkdir(parents=True)
+        shutil.copy(FIXTURES / rel, copy)
+    reference = get_reader(fmt)(copy, task, name=rel, selector=selector)
+    assert reference
+    shown = f"{rel}/{member}" if member else rel
+    text_variations.check(
+        lambda: get_reader(fmt)(copy, task, name=rel, selector=selector),
+        copy / member if member else copy,
+        shown,
+        variation,
+        reference,
+        refused,
+    )
+
+
+def test_every_reader_is_varied_on_a_fixture_or_a_real_release():
+    real = {"conll", "conll_untyped", "biobert_tsv", "hoc", "biosses", "pubmedqa"}
+    assert set(FIXTURE_FILES) | real == set(READERS)

@@ -168,6 +168,24 @@ def test_an_edit_plans_exactly_its_jobs(finished, edit, expected):
     assert planned_after(finished, edit)[1] == expected
 
 
+# a local source file edited (demo-re's dev split): copied again, and what reads it reruns
+LOCAL_SOURCE = {"download_task_file": 1, "prepare_task": 1, "finetune": MODELS, **TABLES}
+
+
+def test_a_changed_local_source_file_is_copied_again_and_a_touched_one_is_not(finished):
+    """A source given as a local path is a job input: its content is compared (by checksum under
+    1 MB, by modification time above), so an edit plans the copy and everything downstream."""
+    source = finished / "raw_source" / "tasks" / "demo-re" / "dev.tsv"
+    original = source.read_bytes()
+    try:
+        source.write_bytes(original)  # touched: same content
+        assert _plan(finished) == {}
+        source.write_bytes(original.replace(b"\n", b"\r\n"))
+        assert _plan(finished) == LOCAL_SOURCE
+    finally:
+        source.write_bytes(original)
+
+
 def test_a_site_profiles_partitions_rerun_nothing(finished):
     # what a site profile adds: partitions per rule and by default
     args = ["--set-resources", "finetune:slurm_partition=gpu-b", "--default-resources", "slurm_partition=cpu-b"]

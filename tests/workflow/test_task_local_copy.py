@@ -1,11 +1,12 @@
 """A credentialed task whose local_dir points at the user's copy of a release: the workflow
-copies the folders and prepares the task, marked restricted."""
+copies the folders and prepares the task, marked restricted, and copies a folder again when a
+file in the user's copy changes."""
 
 import json
 import shutil
 
 import yaml
-from workflow_harness import ROOT, copy_demo, run_demo
+from workflow_harness import ROOT, copy_demo, planned_jobs, run_demo
 
 RELEASE = ROOT / "tests" / "fixtures" / "tasks" / "i2b2_2010_rel"
 TRAIN = "concept_assertion_relation_training_data"
@@ -32,3 +33,9 @@ def test_workflow_copies_a_local_release_and_prepares_the_task(tmp_path):
     raw = demo / "results/raw/tasks/i2b2-2010-re"
     assert json.loads((raw / "test_data" / "provenance.json").read_text())["restricted"] is True
     assert json.loads((demo / "results/tasks/i2b2-2010-re/provenance.json").read_text())["restricted"] is True
+    # the user corrects a file of the release: that folder is copied again and the task prepared again
+    note = local / TRAIN / "beth" / "txt" / "record-21.txt"
+    note.write_text(note.read_text() + "\n")
+    result = run_demo(demo, "-n", "results/tasks/i2b2-2010-re/data_card.json")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert planned_jobs(result.stdout) == {"download_task_folder": 1, "prepare_task": 1}

@@ -285,17 +285,30 @@ def task_files(study: Study, task: str) -> dict[str, Any]:
     return study.resolved_tasks[task].spec.source.files
 
 
+def task_source_url(study: Study, task: str, name: str) -> str | None:
+    """Where a task's source file comes from: its URL or local path."""
+    spec = study.resolved_tasks[task].spec
+    src = spec.source.files[name]
+    # local_dir holds what cannot be downloaded; a file with a URL (BLURB's index tarball beside
+    # registration-only BioASQ files) still comes from it.
+    if src.url:
+        return src.url
+    return _join(spec.source.local_dir, name) if spec.source.local_dir else None
+
+
+def corpus_source_urls(study: Study, corpus: str) -> dict[str, str]:
+    """URL or local path of each file of a corpus fetched one by one, by file name."""
+    return {f.name: f.url for f in corpus_downloads(study, corpus)}
+
+
 def task_fetch_args(study: Study, task: str, name: str) -> str:
     spec = study.resolved_tasks[task].spec
     src = spec.source.files[name]
     key = f"tasks.{task}.source"
     args = []
-    # local_dir holds what cannot be downloaded; a file with a URL (BLURB's index tarball beside
-    # registration-only BioASQ files) still comes from it.
-    if src.url:
-        args.append(f"--url {shlex.quote(src.url)}")
-    elif spec.source.local_dir:
-        args.append(f"--url {shlex.quote(_join(spec.source.local_dir, name))}")
+    url = task_source_url(study, task, name)
+    if url:
+        args.append(f"--url {shlex.quote(url)}")
     if src.directory:
         args.append("--directory")
     elif src.sha256:

@@ -1,14 +1,14 @@
 """MIMIC-III ``NOTEEVENTS.csv.gz``: notes with whitespace normalised and placeholders handled.
 
-The file is read as a stream (quoted TEXT spans many lines); ISERROR and CATEGORY are
-kept on each note so the build step drops and counts them with the other filters.
+The file is read as a stream (quoted TEXT spans many lines), as strictly as every user text file
+(``textfile``); ISERROR and CATEGORY are kept on each note so the build step drops and counts
+them with the other filters.
 """
 
 from __future__ import annotations
 
 import csv
 import gzip
-import io
 import re
 import zlib
 from collections.abc import Iterator
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import PipelineError
+from ..textfile import text_lines
 
 COLUMNS = [
     "ROW_ID",
@@ -94,7 +95,7 @@ def iter_notes(path: str | Path, placeholders: Literal["keep", "tag"] = "keep") 
     start = 1
     try:
         with opener(path, "rb") as raw:
-            fh = io.TextIOWrapper(raw, encoding="utf-8", newline="")
+            fh = text_lines(raw, str(path))
             # strict: a file ending inside a quoted field is an error, not one note swallowing the rest
             reader = csv.reader(fh, strict=True)
             header = next(reader, None)
@@ -132,5 +133,3 @@ def iter_notes(path: str | Path, placeholders: Literal["keep", "tag"] = "keep") 
             f"{path}: line {start}: malformed CSV in the record starting there ({exc}); "
             "the file may be truncated or edited: download it again"
         ) from exc
-    except UnicodeDecodeError as exc:
-        raise PipelineError(f"{path}: not UTF-8 text ({exc})") from exc

@@ -41,7 +41,7 @@ from ..errors import PipelineError
 from ..progress import progress
 from . import credentials
 from .checksums import expected_for, file_digest
-from .local_copy import copy_tree
+from .local_copy import copy_tree, local_path
 
 log = logging.getLogger(__name__)
 CHUNK = 1 << 20
@@ -135,10 +135,6 @@ def _get_http(url: str, part: Path, creds: tuple[str, str] | None, opts: Options
             raise Retry(f"connection dropped at byte {got} of {expected}")
 
 
-def local_path(url: str) -> Path:
-    return (Path(unquote(urlsplit(url).path)) if url.startswith("file:") else Path(url)).expanduser()
-
-
 def _get_file(url: str, part: Path) -> None:
     src = local_path(url)
     if src.is_dir():
@@ -170,7 +166,7 @@ def fetch_text(url: str, opts: Options) -> str:
                 req = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
                 with _opener(url, creds).open(req, timeout=opts.timeout) as resp:
                     return resp.read().decode("utf-8")
-            src = Path(unquote(urlsplit(url).path)) if url.startswith("file:") else Path(url)
+            src = local_path(url)
             if not src.is_file():
                 raise PipelineError(f"{safe}: file not found")
             return src.read_text(encoding="utf-8")

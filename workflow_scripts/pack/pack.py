@@ -31,6 +31,7 @@ from .blocks import BlockWriter
 from .encode import Encoder
 from .format import SPECIAL, is_heldout
 from .keys import PACK_VERSION, pack_key, tokenizer_digest
+from .verify import block_files, sha256_stream
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +90,8 @@ def pack_shard(
             bar.update(len(texts))
         bar.close()
         blocks = {s: w.close() for s, w in writers.items()}
+        # Recorded at pack time so that training can verify what it reads (pack/verify.py).
+        sums = {name: sha256_stream(tmp / name) for s in SPLITS for name in block_files(s)}
         meta = {
             "version": PACK_VERSION,
             "key": pack_key(sha, tok_digest, seq_len, heldout_fraction),
@@ -100,6 +103,7 @@ def pack_shard(
             "heldout_fraction": heldout_fraction,
             "shard": {"file": shard.name, "sha256": sha},
             "tokenizer": tok_digest,
+            "sha256": sums,
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     log.info(
@@ -151,7 +155,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not shard.is_file():
         raise PipelineError(f"{shard}: corpus shard not found; build the corpus first")
     meta = pack_shard(shard, tokenizer, args.seq_len, args.heldout_fraction, out)
-    outputs = [out / "meta.json"] + [out / f"{s}.{kind}.bin" for s in SPLITS for kind in ("tokens", "flags")]
+    outputs = [out / "meta.json"] + [out / name for s in SPLITS for name in block_files(s)]
     provenance.record(
         out,
         step="pack",

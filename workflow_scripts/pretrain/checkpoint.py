@@ -91,10 +91,16 @@ def mark_latest(state_dir: Path, step: int, keep: int) -> None:
         shutil.rmtree(step_dir(state_dir, old), ignore_errors=True)
 
 
+# Training states whose lock this process holds: training and the export after it take it in turn.
+_held: set[Path] = set()
+
+
 @contextlib.contextmanager
 def locked(state_dir: Path, take: bool = True) -> Iterator[None]:
-    """Hold the exclusive lock of ``state_dir`` (when ``take``): a second trainer on it refuses to start."""
-    if not take:
+    """Hold the exclusive lock of ``state_dir`` (when ``take``): a second trainer on it refuses to start.
+    Taking it again inside the same process (training within the job that exports) is a no-op."""
+    key = state_dir.resolve()
+    if not take or key in _held:
         yield
         return
     state_dir.mkdir(parents=True, exist_ok=True)
@@ -112,8 +118,10 @@ def locked(state_dir: Path, take: bool = True) -> Iterator[None]:
             fh.truncate(0)
             fh.write(f"{os.getpid()}\n")
             fh.flush()
+            _held.add(key)
             yield
         finally:
+            _held.discard(key)
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
@@ -128,13 +136,34 @@ class _Damaged(Exception):
     """A checkpoint directory that cannot be resumed from; an earlier one may still be."""
 
 
-def _load(directory: Path, digest: str, rank: int, hint: str) -> Resumed:
+def _against(trainable: Any, expected: dict[str, torch.Tensor], directory: Path) -> None:
+    """Check weights that carry no checksums against the state they resume into: the same
+    tensors, shapes and types, every value finite."""
+    if not isinstance(trainable, dict) or set(trainable) != set(expected):
+        raise _Damaged(f"{directory}: its weights name other tensors than the model it would resume into")
+    for name, want in expected.items():
+        got = trainable[name]
+        if not isinstance(got, torch.Tensor) or got.shape != want.shape or got.dtype != want.dtype:
+            raise _Damaged(f"{directory}: tensor {name} does not fit the model it would resume into")
+        if got.is_floating_point() and not bool(torch.isfinite(got).all()):
+            raise _Damaged(f"{directory}: tensor {name} holds values that are not finite")
+
+
+def _load(
+    directory: Path, digest: str, rank: int, hint: str, expected: dict[str, torch.Tensor] | None = None
+) -> Resumed:
     state = directory / "state.pt"
-    if (directory / integrity.MANIFEST).is_file():
+    sealed = (directory / integrity.MANIFEST).is_file()
+    if sealed:
         try:
             integrity.verify_dir(directory)
         except integrity.IntegrityError as exc:
             raise _Damaged(str(exc)) from exc
+    elif expected is None:
+        raise PipelineError(
+            f"{directory}: written before checkpoints recorded checksums ({integrity.MANIFEST} is missing), "
+            f"so it cannot be verified; {hint}"
+        )
     try:
         payload = torch.load(state, map_location="cpu", weights_only=False)
     except Exception as exc:  # torch raises several types for truncated or foreign files
@@ -146,6 +175,13 @@ def _load(directory: Path, digest: str, rank: int, hint: str) -> Resumed:
         raise PipelineError(
             f"{directory}: checkpoint was made with different settings, data or vocabulary; "
             f"restore the settings it was made with, or {hint}"
+        )
+    if not sealed:
+        _against(payload["trainable"], expected, directory)
+        log.warning(
+            "%s: written before checkpoints recorded checksums; checked against the model it resumes into "
+            "(tensors, shapes, finite values) instead",
+            directory,
         )
     rng_file = directory / f"rng~{rank}.pt"
     if rng_file.is_file():
@@ -162,11 +198,14 @@ def _load(directory: Path, digest: str, rank: int, hint: str) -> Resumed:
     return Resumed(int(payload["step"]), payload, directory)
 
 
-def load_latest(state_dir: Path, digest: str, rank: int) -> Resumed | None:
+def load_latest(
+    state_dir: Path, digest: str, rank: int, expected: dict[str, torch.Tensor] | None = None
+) -> Resumed | None:
     """The latest intact checkpoint, None when training never checkpointed; PipelineError when none is usable.
 
     A damaged latest checkpoint (checksum mismatch, unreadable) falls back to the newest earlier
-    one that is intact, with a warning naming both."""
+    one that is intact, with a warning naming both. A checkpoint written before checksums were
+    recorded is checked against ``expected`` (the state it resumes into), or refused without it."""
     if not state_dir.exists():
         return None
     marker = state_dir / LATEST
@@ -188,7 +227,7 @@ def load_latest(state_dir: Path, digest: str, rank: int) -> Resumed | None:
             f"an existing step~N directory there, or {hint}"
         )
     try:
-        return _load(directory, digest, rank, hint)
+        return _load(directory, digest, rank, hint, expected)
     except _Damaged as damaged:
         earlier = sorted(
             (
@@ -200,7 +239,7 @@ def load_latest(state_dir: Path, digest: str, rank: int) -> Resumed | None:
         )
         for candidate in earlier:
             try:
-                resumed = _load(candidate, digest, rank, hint)
+                resumed = _load(candidate, digest, rank, hint, expected)
             except _Damaged:
                 continue
             log.warning(

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import PipelineError
+from ..pack.verify import verify_blocks
 
 
 class PackedBlocks:
@@ -27,6 +28,7 @@ class PackedBlocks:
         dtype = np.dtype(meta["dtype"])
         shape = (self.n, self.seq_len)
         if self.n:
+            verify_blocks(directory, split)
             self.tokens = np.memmap(directory / f"{split}.tokens.bin", dtype=dtype, mode="r", shape=shape)
             self.flags = np.memmap(directory / f"{split}.flags.bin", dtype=np.uint8, mode="r", shape=shape)
         else:

@@ -175,7 +175,13 @@ def resume_digest(state_dir: Path, key: dict, dist: Dist) -> str:
     return value
 
 
-def execute(
+def execute(job: Job, out: Path, **kwargs: Any) -> dict[str, Any] | None:
+    """Train and export under the training state's lock, so no second trainer starts before the export is done."""
+    with ckpt.locked(job.state_dir, job.dist.main):
+        return _execute(job, out, **kwargs)
+
+
+def _execute(
     job: Job,
     out: Path,
     *,

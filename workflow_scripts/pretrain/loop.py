@@ -173,7 +173,7 @@ def _train(job: Job, stop_after: int | None) -> dict[str, Any] | None:
 
     # dropout and ELECTRA's draws follow the seed also for a loaded model; a resumed run restores its own states
     optim.seed_everything(s.seed)
-    resumed = ckpt.load_latest(job.state_dir, job.digest, d.rank)
+    resumed = ckpt.load_latest(job.state_dir, job.digest, d.rank, objective.state_dict())
     start = 0
     if resumed is not None:
         objective.load_state_dict(resumed.payload["trainable"])

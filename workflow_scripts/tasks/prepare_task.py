@@ -31,10 +31,10 @@ from .. import provenance
 from ..atomic import atomic_dir, write_json, write_jsonl
 from ..cli import run
 from ..errors import PipelineError
+from ..textfile import read_text
 from ..typed import load_settings, to_dict
-from . import subsets
+from . import origin, subsets
 from .readers import get_reader
-from .readers.common import read_text
 from .spec import SPLITS, PrepareTaskSettings
 
 # Every test example's texts, one JSON line each: the file corpora are decontaminated against.
@@ -134,7 +134,7 @@ class RawFiles:
             if not current.exists():
                 raise PipelineError(
                     f"task {self.spec.name}: {'/'.join(parts[: i + 1])} not found "
-                    f"(split path {rel!r}); check the registry's splits against the release"
+                    f"(split path {rel!r}); {origin.path_hint(self.spec, rel)}"
                 )
             i += 1
         return current, rel
@@ -184,7 +184,10 @@ def read_split_paths(spec: PrepareTaskSettings, paths: dict[str, str], files: Ra
             for part in path.split("+"):
                 rel, _, selector = part.partition("#")
                 location, name = files.resolve(rel)
-                records += reader(location, spec, name=name, selector=selector or None)
+                try:
+                    records += reader(location, spec, name=name, selector=selector or None)
+                except PipelineError as exc:
+                    raise PipelineError(f"{exc}; {origin.format_hint(spec, rel)}") from exc
             cache[path] = records
         return cache[path]
 
@@ -256,7 +259,7 @@ def check_counts(spec: PrepareTaskSettings, cards: dict[str, dict[str, Any]], wh
         if spec.expected_counts_checked:
             raise PipelineError(
                 f"{message}; these counts were checked against the real release, so the raw files "
-                "differ from it: check the download, or correct expected_counts"
+                f"differ from it: {origin.count_hint(spec, key)}"
             )
         log.warning("%s, a count from a paper's table never checked against the release; going on", message)
     if not spec.expected_counts:
@@ -289,7 +292,7 @@ def write_splits(
     for split in SPLITS:
         records = splits[split]
         if not records:
-            raise PipelineError(f"task {spec.name}{where}: split {split} is empty; check its path in the registry")
+            raise PipelineError(f"task {spec.name}{where}: split {split} is empty; {origin.split_hint(spec, split)}")
         _duplicate_ids(spec, split, records)
         write_jsonl(dest / f"{split}.jsonl", records)
         cards[split] = {"examples": len(records), **_distribution(spec, records)}

@@ -40,6 +40,11 @@ def load_registry(path: str | Path | None = None) -> dict[str, dict]:
     return copy.deepcopy(_load(str(path or REGISTRY)))
 
 
+def registered(name: str) -> bool:
+    """Whether the task registry has an entry ``name`` (else the config declares the task)."""
+    return name in _load(str(REGISTRY))
+
+
 def deep_merge(base: Any, override: Any) -> Any:
     """Mappings merge key by key; anything else in ``override`` replaces ``base``. A null in
     an override mapping removes the key (a registry file the config does not want, or a

@@ -1,4 +1,4 @@
-"""What every task reader shares: the file's text, its lines, label checks and the TSV dialects."""
+"""What every task reader shares: the file's lines (read by ``textfile``), label checks and the TSV dialects."""
 
 from __future__ import annotations
 
@@ -8,21 +8,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ...errors import PipelineError
+from ...textfile import read_text
 from ..spec import TaskSpec
 
 Record = dict
 Reader = Callable[..., list[Record]]
-
-
-def read_text(path: Path, name: str) -> str:
-    """The file's text exactly as stored (no newline translation: i2b2 offsets count every
-    character); undecodable bytes are reported with their line."""
-    data = path.read_bytes()
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise PipelineError(f"{name}:{line}: not valid UTF-8 text") from exc
 
 
 def numbered_lines(path: Path, name: str) -> Iterator[tuple[int, str]]:
@@ -31,8 +21,7 @@ def numbered_lines(path: Path, name: str) -> Iterator[tuple[int, str]]:
         lines.pop()
     # Only newlines end a line: str.splitlines would also split on form feeds or U+2028
     # inside a sentence and shift every later line number.
-    for number, line in enumerate(lines, start=1):
-        yield number, line.rstrip("\r")
+    yield from enumerate(lines, start=1)
 
 
 def check_label(label: str, spec: TaskSpec, where: str) -> str:

@@ -8,8 +8,9 @@ from functools import cache
 from pathlib import Path
 
 from ...errors import PipelineError
+from ...textfile import read_text
 from ..spec import TaskSpec
-from .common import Record, check_label, numbered_lines, read_text
+from .common import Record, check_label, numbered_lines
 
 _TAG = re.compile(r"^(?:O|[BIES](?:-.+)?)$")
 

@@ -9,8 +9,9 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from ...errors import PipelineError
+from ...textfile import read_text
 from ..spec import TaskSpec
-from .common import Record, check_label, dummify, numbered_lines, read_text
+from .common import Record, check_label, dummify, numbered_lines
 
 
 def _hallmarks(segment: str, spec: TaskSpec, where: str) -> set[str]:
@@ -40,6 +41,8 @@ def read_hoc_corpus(path: Path, spec: TaskSpec, *, name: str, selector: str | No
         if not label_file.is_file():
             raise PipelineError(f"{shown}: missing; every abstract in text/ needs its labels")
         sentences = [line.strip() for _, line in numbered_lines(text_file, f"{name}/text/{text_file.name}")]
+        if not any(sentences):
+            raise PipelineError(f"{name}/text/{text_file.name}:1: empty; it should hold the abstract's sentences")
         segments = read_text(label_file, shown).split("\n", 1)[0].split("<")[1:]
         if len(segments) < len(sentences):
             raise PipelineError(

@@ -8,8 +8,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ...errors import PipelineError
+from ...textfile import read_text
 from ..spec import TaskSpec
-from .common import Record, check_label, dummify, numbered_lines, read_text
+from .common import Record, check_label, dummify, numbered_lines
 
 
 def _words_with_tags(line: str, char_tags: list[str]) -> tuple[list[str], list[str]]:
@@ -73,6 +74,7 @@ def read_i2b2_xml(path: Path, spec: TaskSpec, *, name: str, selector: str | None
                 raise PipelineError(f"{where} has no integer start/end") from None
             if not 0 <= a < b <= len(text):
                 raise PipelineError(f"{where}: offsets {a}-{b} lie outside the text")
+            _check_offsets(tag.get("text"), text[a:b], where)
             label = check_label(f"B-{kind}", spec, where)
             char_tags[a] = label
             for i in range(a + 1, b):
@@ -84,6 +86,16 @@ def read_i2b2_xml(path: Path, spec: TaskSpec, *, name: str, selector: str | None
             if words:
                 records.append({"id": f"{doc.stem}:{number}", "tokens": words, "tags": _bio(word_tags)})
     return records
+
+
+def _check_offsets(expected: str | None, found: str, where: str) -> None:
+    """Offsets count characters: a file edited or re-saved with other line ends or added spaces
+    would shift every later tag silently, so each tag must still read its own ``text``."""
+    if expected is not None and " ".join(expected.split()) != " ".join(found.split()):
+        raise PipelineError(
+            f"{where}: its offsets read {found!r}, not {expected!r}; the text was changed after annotation "
+            "(added spaces or other line ends?): restore the release's own file"
+        )
 
 
 def _bio(tags: list[str]) -> list[str]:
@@ -124,7 +136,8 @@ class _Document:
 
     def __init__(self, path: Path, shown: str) -> None:
         self.shown = shown
-        self.lines = read_text(path, shown).split("\n")
+        # Trailing spaces hold no word; a leading one does count (see _token_spans).
+        self.lines = [line.rstrip() for line in read_text(path, shown).split("\n")]
         self.tokens = [_token_spans(line) for line in self.lines]
 
     def span(self, m: re.Match[str], first: int, where: str) -> tuple[int, int, int]:

@@ -7,8 +7,9 @@ from pathlib import Path
 
 from ...errors import PipelineError
 from ...jsonl import parse_lines
+from ...textfile import read_text
 from ..spec import TaskSpec
-from .common import Record, check_label, numbered_lines, read_text
+from .common import Record, check_label, numbered_lines
 
 
 def _load_json(path: Path, name: str):

@@ -1,0 +1,82 @@
+"""Packed blocks checked where training reads them.
+
+The pack step records the sha256 of each block file in the shard's meta.json (shards packed
+before that carry it in their provenance.json). Training verifies a file the first time a job
+opens it, in one streaming pass, and never again in that job: a flipped byte stops the job
+naming the shard and how to rebuild it, instead of silently training on other tokens.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from ..integrity import IntegrityError
+
+CHUNK = 8 << 20
+# (resolved path, size, mtime) of every file this process has verified.
+_verified: set[tuple[str, int, int]] = set()
+
+
+def block_files(split: str) -> tuple[str, str]:
+    return f"{split}.tokens.bin", f"{split}.flags.bin"
+
+
+def sha256_stream(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb", buffering=0) as fh:
+        view = memoryview(bytearray(CHUNK))
+        while n := fh.readinto(view):
+            h.update(view[:n])
+    return h.hexdigest()
+
+
+def recorded_checksums(directory: Path) -> dict[str, str]:
+    """File name -> sha256 as recorded at pack time: meta.json, else the pack step's provenance."""
+    meta = json.loads((directory / "meta.json").read_text())
+    if meta.get("sha256"):
+        return meta["sha256"]
+    record = directory / "provenance.json"
+    if not record.is_file():
+        return {}
+    outputs = json.loads(record.read_text()).get("outputs", [])
+    return {Path(o["path"]).name: o["sha256"] for o in outputs if isinstance(o, dict) and o.get("sha256")}
+
+
+def rebuild_hint(directory: Path) -> str:
+    """How to pack ``directory`` again: the workflow repacks a deleted shard; by hand, the pack command."""
+    record = directory / "provenance.json"
+    if record.is_file():
+        rec = json.loads(record.read_text())
+        inputs, params = rec.get("inputs", {}), rec.get("params", {})
+        shard, tokenizer = inputs.get("shard", {}).get("path"), inputs.get("tokenizer", {}).get("path")
+        if shard and tokenizer and params:
+            return (
+                f"delete {directory} and rerun snakemake, which packs it again (by hand: python -m "
+                f"workflow_scripts.pack.pack --shard {shard} --tokenizer {tokenizer} --seq-len {params['seq_len']} "
+                f"--heldout-fraction {params['heldout_fraction']} --out {directory})"
+            )
+    return f"delete {directory}; the next run packs it again"
+
+
+def verify_blocks(directory: str | os.PathLike, split: str) -> None:
+    """Check ``split``'s block files in ``directory`` against their recorded checksums, once per job."""
+    directory = Path(directory)
+    sums = recorded_checksums(directory)
+    for name in block_files(split):
+        path = directory / name
+        stat = path.stat()
+        key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+        if key in _verified:
+            continue
+        if name not in sums:
+            raise IntegrityError(f"{path}: no checksum was recorded when it was packed; {rebuild_hint(directory)}")
+        actual = sha256_stream(path)
+        if actual != sums[name]:
+            raise IntegrityError(
+                f"{path}: changed since it was packed (sha256 {actual[:12]}..., recorded {sums[name][:12]}...); "
+                f"the packed shard is damaged: {rebuild_hint(directory)}"
+            )
+        _verified.add(key)
