@@ -36,6 +36,16 @@ def test_empty_text_is_refused(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
+def test_a_text_saved_by_windows_reads_the_same_and_a_latin1_one_stops_naming_its_line(tmp_path):
+    windows = tmp_path / "windows.txt"
+    windows.write_bytes(b"\xef\xbb\xbfThe match ended\r\nin a draw.\r\n\r\nBake the pie.\r\n")
+    assert text_corpus.paragraphs(windows) == ["The match ended in a draw.", "Bake the pie."]
+    latin1 = tmp_path / "latin1.txt"
+    latin1.write_bytes("Caf\u00e9 society.\n\nNa\u00efve.\n".encode("latin-1"))
+    with pytest.raises(PipelineError, match=r"latin1.txt:1: byte 0xE9 is not UTF-8 .*re-save it as UTF-8"):
+        text_corpus.paragraphs(latin1)
+
+
 def test_bundled_general_sample_is_small_and_rich_enough_for_the_demo_vocabulary():
     path = ROOT / "demo/raw_source/general/general.txt"
     assert path.stat().st_size < 300_000

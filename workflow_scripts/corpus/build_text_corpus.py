@@ -22,6 +22,7 @@ from .. import provenance
 from ..atomic import atomic_dir, write_json
 from ..cli import run
 from ..errors import PipelineError
+from ..textfile import read_text
 
 _PARAGRAPH = re.compile(r"\n\s*\n")
 SCHEMA = pa.schema(
@@ -38,11 +39,9 @@ SCHEMA = pa.schema(
 
 def paragraphs(path: Path) -> list[str]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_text(path, str(path))
     except FileNotFoundError as exc:
         raise PipelineError(f"{path}: text file not found") from exc
-    except UnicodeDecodeError as exc:
-        raise PipelineError(f"{path}: not UTF-8 text (byte {exc.start}); convert it to UTF-8") from exc
     docs = [" ".join(p.split()) for p in _PARAGRAPH.split(text)]
     docs = [d for d in docs if d]
     if not docs:
