@@ -16,7 +16,7 @@ import yaml
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.finetune import features as feats
 from workflow_scripts.finetune.finetune import main
-from workflow_scripts.tasks.metrics import metric_names
+from workflow_scripts.tasks.metrics import CODING_METRICS, compute, metric_names
 
 torch.set_num_threads(1)
 
@@ -332,6 +332,17 @@ CHANCE = {
     "qa": 0.45,
     "nli": 0.45,
 }
+
+
+def test_code_ranking_metrics_read_the_probabilities(tmp_path, bert):
+    metrics = run_cli(tmp_path, bert, "doc_classification", metric="code_micro_f1")
+    by_metric = metrics["test"]["by_metric"]
+    assert list(by_metric) == list(CODING_METRICS) and metrics["test"]["score"] > CHANCE["doc_classification"]
+    rows = [json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]
+    labels = TASKS["doc_classification"][2]
+    # from the predicted label sets alone (scores 0 or 1) the area would differ
+    hard = compute("code_micro_auc", [r["gold"] for r in rows], [r["pred"] for r in rows], labels=labels)
+    assert 0.5 < by_metric["code_micro_auc"]["score"] <= 1 and by_metric["code_micro_auc"]["score"] != hard["score"]
 
 
 @pytest.mark.parametrize("task_type", list(TASKS))

@@ -33,6 +33,15 @@ def decode(
     return preds
 
 
+def label_scores(outputs: list[torch.Tensor], features: list[dict[str, Any]], n_rows: int) -> list[list[float]]:
+    """Multi-label documents: each example's sigmoid probability per label (the ranking metrics'
+    input), read as ``decode`` reads its predictions."""
+    scores: list[list[float]] = [[] for _ in range(n_rows)]
+    for logits, feat in zip(outputs, features, strict=True):
+        scores[feat["example"]] = torch.sigmoid(logits.float()).tolist()
+    return scores
+
+
 def _decode_tags(outputs, features, rows, enc: Encoding) -> list[list[str]]:
     preds: list[list[str | None]] = [[None] * len(r["tokens"]) for r in rows]
     for logits, feat in zip(outputs, features, strict=True):

@@ -30,7 +30,7 @@ from ..errors import PipelineError
 from ..tasks.metrics import compute, compute_all, metric_names, run_header, test_section
 from ..typed import to_dict
 from . import cache, data, heads, tagging
-from .decode import decode
+from .decode import decode, label_scores
 from .features import MARKERS, Encoding, encode, needs_markers
 from .loop import Fit, Schedule, fit, predict, selection_value
 from .settings import FinetuneRunSettings, FinetuneSettings, GridSettings, load
@@ -250,7 +250,8 @@ def finetune(
     outputs = predict(chosen_model, features["test"], task.type, pad_id, trial, device)
     test_preds = decode(outputs, features["test"], splits["test"], enc, trial.threshold)
     test_gold = data.gold(splits["test"], task.type)
-    test = test_section(compute_all(names, test_gold, test_preds, **scoring("test")))
+    scores = label_scores(outputs, features["test"], len(test_gold)) if task.type == "doc_classification" else None
+    test = test_section(compute_all(names, test_gold, test_preds, scores=scores, **scoring("test")))
     log.info(
         "%s fold %d seed %d: dev %.4f at step %d, test %.4f",
         task.name,

@@ -15,6 +15,7 @@ from .conll import read_conll, read_conll_untyped, read_ebm_nlp
 from .corpora import read_chemprot_corpus, read_ddi_xml, read_hoc_corpus
 from .i2b2 import read_i2b2_concepts, read_i2b2_relations, read_i2b2_xml
 from .json_formats import read_bioasq, read_mednli, read_pubmedqa
+from .mimic_icd import read_mimic_icd
 from .tsv import read_biobert_tsv, read_biosses, read_blue_tsv, read_hoc
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "read_i2b2_relations",
     "read_i2b2_xml",
     "read_mednli",
+    "read_mimic_icd",
     "read_pubmedqa",
 ]
 
@@ -57,6 +59,7 @@ READERS: dict[str, Reader] = {
     "pubmedqa": read_pubmedqa,
     "bioasq": read_bioasq,
     "mednli": read_mednli,
+    "mimic_icd": read_mimic_icd,
 }
 
 
