@@ -6,13 +6,18 @@ import gzip
 import hashlib
 import json
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 import text_variations
+import yaml
 from sklearn.metrics import f1_score, precision_score, recall_score, roc_auc_score
 
+from workflow_scripts.config.plan import task_fetch_args
+from workflow_scripts.config.restricted import restricted
+from workflow_scripts.config.validate import load_config
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.tasks import metrics
 from workflow_scripts.tasks.prepare_task import prepare
@@ -148,6 +153,17 @@ def test_a_copy_with_other_top_codes_or_a_missing_admission_stops(tmp_path):
         prepare(fixture_spec(raw), raw, tmp_path / "out")
 
 
+def test_tables_are_read_from_the_users_copy_or_the_error_says_where_to_point(tmp_path):
+    copy, raw = mimic_copy(tmp_path / "mimic-iii"), tmp_path / "raw"
+    raw.mkdir()
+    for name in SPLIT_FILES:
+        shutil.move(copy / name, raw / name)
+    card = prepare(fixture_spec(copy), raw, tmp_path / "out")
+    assert [card["splits"][s]["examples"] for s in SPLITS] == [2, 1, 1]
+    with pytest.raises(PipelineError, match=r"set tasks\.mimic-iii-50\.source\.local_dir .*physionet\.org"):
+        prepare(fixture_spec(tmp_path / "elsewhere"), raw, tmp_path / "out")
+
+
 @pytest.mark.parametrize("variation", text_variations.VARIATIONS)
 def test_split_files_as_users_save_them_read_the_same_or_stop_naming_the_line(variation, tmp_path):
     raw = mimic_copy(tmp_path / "raw")
@@ -167,6 +183,17 @@ def test_registry_entry_is_restricted_clinical_and_pins_the_public_split():
     for name in SPLIT_FILES:
         src = spec.source.files[name]
         assert src.url.endswith(f"/mimicdata/mimic3/{name}") and len(src.sha256) == 64
+
+
+def test_full_study_fetches_the_split_pinned_and_the_tables_from_the_users_copy_as_restricted():
+    root = Path(__file__).resolve().parents[2]
+    study = load_config(yaml.safe_load((root / "config.yaml").read_text()), root / "schemas/config.schema.yaml")
+    assert "mimic-iii-50" in restricted(study).tasks
+    split = task_fetch_args(study, "mimic-iii-50", "test_50_hadm_ids.csv")
+    assert "--url https://raw.githubusercontent.com/jamesmullenbach/caml-mimic/" in split
+    assert "--sha256 cc3d3c22" in split and "--restricted" in split
+    notes = task_fetch_args(study, "mimic-iii-50", "NOTEEVENTS.csv.gz")
+    assert "--url" not in notes and "--local-dir-key tasks.mimic-iii-50.source.local_dir" in notes
 
 
 REAL = Path(os.environ.get("REAL_DATA_DIR") or "/nonexistent") / "mimic-iii-50"

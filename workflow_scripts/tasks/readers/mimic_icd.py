@@ -120,19 +120,28 @@ def _build(folder: Path, labels: tuple[str, ...]) -> dict[str, tuple[str, list[s
     }
 
 
+def _tables(path: Path, spec: TaskSpec) -> Path:
+    """The folder holding the MIMIC-III tables: beside the split file (the workflow copies them
+    there), else the user's copy."""
+    folders = [Path(path).parent]
+    if spec.source.local_dir:
+        folders.append(Path(spec.source.local_dir).expanduser())
+    for folder in folders:
+        if all((folder / table).is_file() for table in (NOTES, DIAGNOSES, PROCEDURES)):
+            return folder.resolve()
+    raise PipelineError(
+        f"task {spec.name}: {NOTES}, {DIAGNOSES} and {PROCEDURES} not all found in "
+        f"{' or '.join(map(str, folders))}; set tasks.{spec.name}.source.local_dir to the folder of your "
+        f"MIMIC-III copy ({spec.source.access or 'PhysioNet credentialed access'})"
+    )
+
+
 def read_mimic_icd(path: Path, spec: TaskSpec, *, name: str, selector: str | None = None) -> list[Record]:
-    """One split: ``path`` lists its HADM_IDs (one a line, a ``HADM_ID`` header allowed); the
-    MIMIC-III tables lie beside it."""
+    """One split: ``path`` lists its HADM_IDs (one a line, a ``HADM_ID`` header allowed)."""
     if not spec.labels:
         raise PipelineError(f"task {spec.name}: labels must list the codes of the label set")
-    folder = Path(path).parent
-    for table in (NOTES, DIAGNOSES, PROCEDURES):
-        if not (folder / table).is_file():
-            raise PipelineError(
-                f"{name}: {table} not found beside it in {folder}; set tasks.{spec.name}.source.local_dir "
-                "to the folder of your MIMIC-III copy"
-            )
-    admissions = _build(folder.resolve(), tuple(spec.labels))
+    folder = _tables(path, spec)
+    admissions = _build(folder, tuple(spec.labels))
     records = []
     for number, line in numbered_lines(path, name):
         hadm = line.strip()
