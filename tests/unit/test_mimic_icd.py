@@ -18,25 +18,13 @@ from sklearn.metrics import f1_score, precision_score, recall_score, roc_auc_sco
 from workflow_scripts.config.plan import task_fetch_args
 from workflow_scripts.config.restricted import restricted
 from workflow_scripts.config.validate import load_config
+from workflow_scripts.corpus.mimic import COLUMNS
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.tasks import metrics
 from workflow_scripts.tasks.prepare_task import prepare
 from workflow_scripts.tasks.readers.mimic_icd import format_code, read_mimic_icd
 from workflow_scripts.tasks.registry import resolve
 
-NOTE_COLUMNS = [
-    "ROW_ID",
-    "SUBJECT_ID",
-    "HADM_ID",
-    "CHARTDATE",
-    "CHARTTIME",
-    "STORETIME",
-    "CATEGORY",
-    "DESCRIPTION",
-    "CGID",
-    "ISERROR",
-    "TEXT",
-]
 CODE_COLUMNS = ["ROW_ID", "SUBJECT_ID", "HADM_ID", "SEQ_NUM", "ICD9_CODE"]
 SPLIT_FILES = ("train_50_hadm_ids.csv", "dev_50_hadm_ids.csv", "test_50_hadm_ids.csv")
 
@@ -91,7 +79,7 @@ def mimic_copy(folder: Path) -> Path:
         [i + 1, subject, hadm, "2151-08-04", None, None, category, "Report", None, None, text]
         for i, (subject, hadm, category, text) in enumerate(NOTES)
     ]
-    write_table(folder / "NOTEEVENTS.csv.gz", NOTE_COLUMNS, notes)
+    write_table(folder / "NOTEEVENTS.csv.gz", COLUMNS, notes)
     for name, rows in (("DIAGNOSES_ICD.csv.gz", DIAGNOSES), ("PROCEDURES_ICD.csv.gz", PROCEDURES)):
         write_table(folder / name, CODE_COLUMNS, [[i + 1, s, h, i + 1, code] for i, (s, h, code) in enumerate(rows)])
     for split, name in zip(SPLITS, SPLIT_FILES, strict=True):
