@@ -3,8 +3,8 @@
 
 - Text: the notes of CATEGORY ``Discharge summary`` of one admission (addenda included) joined
   by a space in NOTEEVENTS order, as their stable sort by (SUBJECT_ID, HADM_ID) leaves them.
-  Whitespace is normalised and each de-identification placeholder is one token, as for the
-  MIMIC corpus; their lower-casing and number dropping is their word vocabulary's tokenisation,
+  Whitespace is normalised and each de-identification placeholder is one token (the MIMIC
+  corpus's ``keep`` mode); their lower-casing and number dropping is their word vocabulary's tokenisation,
   left to each model's tokenizer here.
 - Codes: DIAGNOSES_ICD and PROCEDURES_ICD codes with the decimal point put back (diagnoses
   after 3 characters, 4 for E codes; procedures after 2), read as text so leading zeros stay.
