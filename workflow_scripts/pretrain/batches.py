@@ -1,13 +1,20 @@
 """What one optimiser step trains on: this process's rows of the global batch, masked and cut
-into micro-batches.
+into micro-batches of fixed shape.
 
 A step's batch depends only on (settings, step) and the process's rank, never on what ran
-before, so a resumed run and an uninterrupted one see the same batches.
+before or on the number of processes, so a resumed run and an uninterrupted one see the
+same batches. Each micro-batch predicts a fixed number of positions (like NVIDIA's
+``max_predictions_per_seq``), padded with :data:`IGNORE_INDEX`, so every micro-batch of a
+phase has the same shapes and a compiled step does not recompile.
 """
 
 from __future__ import annotations
 
 import logging
+import math
+import queue
+import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import torch
@@ -19,12 +26,14 @@ from .settings import PretrainSettings
 
 log = logging.getLogger(__name__)
 
+IGNORE_INDEX = -100  # cross_entropy's default: padded prediction slots add nothing
+
 
 @dataclass(frozen=True)
 class MicroBatch:
     input_ids: torch.Tensor  # [rows, L] masked ids
-    positions: torch.Tensor  # flat indices of the predicted positions
-    labels: torch.Tensor  # the original ids there
+    positions: torch.Tensor  # [slots] flat indices of the predicted positions, padding points at position 0
+    labels: torch.Tensor  # [slots] the original ids there, IGNORE_INDEX in padding
 
 
 @dataclass(frozen=True)
@@ -44,8 +53,41 @@ def phase_of(steps_per_phase: list[int], step: int) -> tuple[int, int]:
     raise ValueError(step)
 
 
+def prediction_slots(mask_prob: float, rows: int, seq_len: int, whole_word: bool) -> int:
+    """Predicted positions per micro-batch: the mean masked count plus six standard deviations
+    (twelve with whole words, whose sizes vary), rounded up to a multiple of 8. A micro-batch
+    that masks more (odds below one in a billion) predicts only the first ``slots`` of them."""
+    n = rows * seq_len
+    spread = math.sqrt(n * mask_prob * (1 - mask_prob)) * (12 if whole_word else 6)
+    return min(n, 8 * math.ceil((n * mask_prob + spread) / 8))
+
+
+def fixed_predictions(selected: torch.Tensor, input_ids: torch.Tensor, slots: int | None) -> tuple[torch.Tensor, ...]:
+    """(positions, labels) of the selected tokens, padded or cut to ``slots`` (None: as many as selected)."""
+    positions = selected.reshape(-1).nonzero().squeeze(1)
+    if slots is not None:
+        if len(positions) > slots:
+            log.warning(
+                "%d masked tokens in a micro-batch with %d prediction slots: the rest are not predicted",
+                len(positions),
+                slots,
+            )
+        positions = positions[:slots]
+    labels = input_ids.reshape(-1)[positions]
+    if slots is None or len(positions) == slots:
+        return positions, labels
+    pad = slots - len(positions)
+    return (
+        torch.cat([positions, positions.new_zeros(pad)]),
+        torch.cat([labels, labels.new_full((pad,), IGNORE_INDEX)]),
+    )
+
+
 class BatchBuilder:
-    """Builds step ``step``'s batch for process ``rank`` of ``world``, ``share`` rows in micro-batches of ``micro``."""
+    """Builds step ``step``'s batch for process ``rank``: ``share`` rows in micro-batches of ``micro``.
+
+    ``fixed_slots`` pads predictions to :func:`prediction_slots`; ``pin`` puts the tensors in
+    pinned memory, so the copy to the GPU does not wait."""
 
     def __init__(
         self,
@@ -55,9 +97,12 @@ class BatchBuilder:
         rank: int,
         share: int,
         micro: int,
+        fixed_slots: bool = True,
+        pin: bool = False,
     ) -> None:
         self.s, self.phases, self.specials = settings, phases, specials
         self.rank, self.share, self.micro = rank, share, micro
+        self.fixed_slots, self.pin = fixed_slots, pin
         self.steps_per_phase = settings.phase_steps()
         self.orders = [BlockOrder(len(p), settings.seed, i) for i, p in enumerate(phases)]
 
@@ -69,8 +114,12 @@ class BatchBuilder:
         self._note_epoch(phase, in_phase, len(data), step)
         first = in_phase * s.batch_size + self.rank * self.share
         toks, flags = data.take(order.indices(first, self.share))
-        draws = draw(step_generator(s.seed, phase, step), s.batch_size, L, self.specials.vocab_size).rows(
-            self.rank * self.share, (self.rank + 1) * self.share
+        draws = draw(
+            step_generator(s.seed, phase, step),
+            self.share,
+            L,
+            self.specials.vocab_size,
+            first_row=self.rank * self.share,
         )
         input_ids = torch.from_numpy(toks)
         masked, selected = apply_mask(
@@ -83,14 +132,50 @@ class BatchBuilder:
             random_replace_prob=s.random_replace_prob,
             whole_word=s.whole_word_mask,
         )
+        slots = prediction_slots(s.mask_prob, self.micro, L, s.whole_word_mask) if self.fixed_slots else None
         micro = []
         for k in range(self.share // self.micro):
             rows = slice(k * self.micro, (k + 1) * self.micro)
-            positions = selected[rows].reshape(-1).nonzero().squeeze(1)
-            micro.append(MicroBatch(masked[rows], positions, input_ids[rows].reshape(-1)[positions]))
+            tensors = (masked[rows], *fixed_predictions(selected[rows], input_ids[rows], slots))
+            micro.append(MicroBatch(*(t.pin_memory() if self.pin else t for t in tensors)))
         return StepBatch(step, phase, L, micro, int(selected.sum()))
 
     def _note_epoch(self, phase: int, in_phase: int, n: int, step: int) -> None:
         B = self.s.batch_size
         if self.rank == 0 and (in_phase * B) // n != ((in_phase + 1) * B - 1) // n:
             log.info("phase %d: the data wraps into epoch %d at step %d", phase, ((in_phase + 1) * B - 1) // n, step)
+
+
+def prefetched(build: BatchBuilder, start: int, stop: int) -> Iterator[StepBatch]:
+    """The batches of steps ``start .. stop``, each built on a background thread while the previous one trains."""
+    ready: queue.Queue = queue.Queue(maxsize=1)
+    done = threading.Event()
+
+    def offer(item: StepBatch | BaseException) -> bool:
+        while not done.is_set():
+            try:
+                ready.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def work() -> None:
+        try:
+            for step in range(start, stop):
+                if not offer(build(step)):
+                    return
+        except BaseException as exc:  # handed to the training thread, which raises it
+            offer(exc)
+
+    thread = threading.Thread(target=work, name="batches", daemon=True)
+    thread.start()
+    try:
+        for _ in range(start, stop):
+            item = ready.get()
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        done.set()
+        thread.join()

@@ -1,10 +1,12 @@
 """The training loop shared by pretraining and distillation.
 
 An *objective* is an ``nn.Module`` whose ``forward(input_ids, positions, labels, norms)``
-returns ``(loss, stats)``. ``norms["masked"]`` and ``norms["tokens"]`` are the global
-batch's masked and total token counts divided by the number of processes: a loss summed
-over this micro-batch and divided by them is its share of the global mean (DDP then
-averages over processes). ``stats`` holds detached components normalised the same way,
+returns ``(loss, stats)``. ``positions`` has a fixed length per phase; slots past the
+masked tokens have label ``IGNORE_INDEX`` (an objective that cannot pad sets
+``fixed_predictions = False``). ``norms["masked"]`` and ``norms["tokens"]`` are the global
+batch's expected masked count and its token count divided by the number of processes: a
+loss summed over this micro-batch and divided by them is its share of the step's loss
+(DDP then averages over processes). ``stats`` holds detached components normalised the same way,
 ``stats["loss"]`` the total; other keys are logged as ``loss_<key>``, except rates
 (``*_accuracy``, ``*_fraction``), logged under their own name. This module orchestrates:
 phases, logging, checkpoints, SIGTERM and the held-out evaluation. What a step trains on
@@ -13,8 +15,8 @@ backward, gradient accumulation, data parallelism, the update) is step.py. Optim
 learning-rate curve, mixed precision and seeding are the shared recipe of ``workflow_scripts.optim``.
 
 The loss of a step is the sum over the global batch's masked tokens divided by their
-number, whatever the split into processes and micro-batches, so 2 processes with batch
-b reach the same weights as 1 process with batch 2b.
+expected number, whatever the split into processes and micro-batches, so 2 processes with
+batch b reach the same weights as 1 process with batch 2b.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from ..errors import PipelineError
 from ..progress import progress
 from ..tokenizer import Specials
 from . import checkpoint as ckpt
-from .batches import BatchBuilder, StepBatch
+from .batches import BatchBuilder, StepBatch, prefetched
 from .data import PackedCorpus
 from .dist import Dist
 from .masking import apply_mask, draw, step_generator
@@ -135,7 +137,8 @@ class _Meter:
         self.job, self.trainer = job, trainer
         self.log = _Log(job.state_dir / "train_log.jsonl", start, job.dist.main)
         self.peak = peak_tflops(job.settings, job.dist.device)
-        self.steps, self.tokens, self.t_last = 0, 0, time.perf_counter()
+        self.steps, self.tokens, self.masked, self.t_last = 0, 0, 0, time.perf_counter()
+        self.logged = False  # whether the last recorded step wrote a log line
         self.bar = progress("training", total=job.settings.max_steps, unit="steps") if job.dist.main else None
         if self.bar is not None:
             self.bar.update(start)
@@ -148,10 +151,12 @@ class _Meter:
         s, d = self.job.settings, self.job.dist
         self.steps += 1
         self.tokens += s.batch_size * batch.seq_len
+        self.masked += batch.masked
         done = batch.step + 1
         if self.bar is not None:
             self.bar.update(1)
-        if done % s.log_every and done != s.max_steps:
+        self.logged = done % s.log_every == 0 or done == s.max_steps
+        if not self.logged:
             return
         sums = {k: d.sum(float(v)) for k, v in sorted(self.trainer.take_stats().items())}
         tps = self.tokens / (time.perf_counter() - self.t_last)
@@ -161,6 +166,7 @@ class _Meter:
             "phase": batch.phase,
             "seq_len": batch.seq_len,
             **{log_key(k): v / (d.world * self.steps) for k, v in sums.items()},
+            "masked_fraction": d.sum(self.masked) / self.tokens,
             "lr": lr,
             "grad_norm": None if grad_norm is None else float(grad_norm),
             "tokens_per_s": tps,
@@ -171,7 +177,7 @@ class _Meter:
         self.log.write(row)
         if self.bar is not None:
             self.bar.set_postfix_str(f"loss {row['loss']:.4f} lr {lr:.2e} {tps:,.0f} tok/s")
-        self.steps, self.tokens, self.t_last = 0, 0, time.perf_counter()
+        self.steps, self.tokens, self.masked, self.t_last = 0, 0, 0, time.perf_counter()
 
 
 class _Checkpoints:
@@ -240,7 +246,16 @@ def train(job: Job, stop_after: int | None = None) -> dict[str, Any] | None:
         saver = _Checkpoints(job, trainer)
         start = saver.resume(stop_after)
         trainer.wrap()
-        builder = BatchBuilder(s, job.phases, Specials.of(job.tokenizer, "tokenizer"), d.rank, share, micro)
+        builder = BatchBuilder(
+            s,
+            job.phases,
+            Specials.of(job.tokenizer, "tokenizer"),
+            d.rank,
+            share,
+            micro,
+            fixed_slots=getattr(job.objective, "fixed_predictions", True),
+            pin=d.device.type == "cuda",
+        )
         if not _run(job, trainer, builder, saver, start, stop_after):
             return None
         result = {"steps": s.max_steps, "world_size": d.world}
@@ -249,28 +264,38 @@ def train(job: Job, stop_after: int | None = None) -> dict[str, Any] | None:
         return result
 
 
+def norms_of(settings: PretrainSettings, seq_len: int, world: int) -> dict[str, float]:
+    """Per-process shares of the step's loss normalisers: the expected masked count (the
+    positions between a block's first and last token, times ``mask_prob``) and the token
+    count. Both are constants of the phase, so no process waits for another to count."""
+    tokens = settings.batch_size * seq_len
+    masked = settings.mask_prob * settings.batch_size * (seq_len - 2)
+    return {"masked": masked / world, "tokens": tokens / world}
+
+
 def _run(
     job: Job, trainer: TrainStep, builder: BatchBuilder, saver: _Checkpoints, start: int, stop_after: int | None
 ) -> bool:
-    """Steps from ``start``: train, log, checkpoint; False when stopped early by ``stop_after``."""
+    """Steps from ``start``: train, log, checkpoint; False when stopped early by ``stop_after``.
+
+    Processes exchange nothing but gradients on most steps: the SIGTERM flag is agreed on
+    at log and checkpoint steps only (every step in a single process)."""
     s, d = job.settings, job.dist
     meter = _Meter(job, trainer, start)
     try:
-        with _sigterm_flag() as term:
-            for step in range(start, s.max_steps):
-                batch = builder(step)
-                n_masked = d.sum(float(batch.masked))
-                norms = {"masked": max(n_masked, 1.0) / d.world, "tokens": s.batch_size * batch.seq_len / d.world}
-                grad_norm, lr = trainer(batch, norms)
+        with _sigterm_flag() as term, contextlib.closing(prefetched(builder, start, s.max_steps)) as batches:
+            for batch in batches:
+                grad_norm, lr = trainer(batch, norms_of(s, batch.seq_len, d.world))
                 meter.record(batch, grad_norm, lr)
-                done = step + 1
-                if d.any(term["flag"]):
+                done = batch.step + 1
+                stopping = stop_after is not None and done >= stop_after
+                saving = done == s.max_steps or done % s.checkpoint_every == 0 or stopping
+                if (d.world == 1 or saving or meter.logged) and d.any(term["flag"]):
                     saver.save(done)
                     raise Preempted(f"SIGTERM at step {done}: checkpoint saved in {job.state_dir}; re-run to resume")
-                stopping = stop_after is not None and done >= stop_after
                 if done == s.max_steps:
                     saver.save(done, export=False)  # a re-run after completion only re-exports; the model is the output
-                elif done % s.checkpoint_every == 0 or stopping:
+                elif saving:
                     saver.save(done)
                 if stopping:
                     return False
@@ -291,7 +316,7 @@ def heldout_batches(job: Job) -> Iterator[tuple[torch.Tensor, torch.Tensor, torc
     for start in range(0, n, batch):
         idx = np.arange(start, min(start + batch, n))
         toks, flags = data.take(idx)
-        draws = draw(step_generator(EVAL_SEED, 0, start), len(idx), data.seq_len, specials.vocab_size)
+        draws = draw(step_generator(EVAL_SEED, 0, 0), len(idx), data.seq_len, specials.vocab_size, first_row=start)
         input_ids = torch.from_numpy(toks)
         masked, selected = apply_mask(
             input_ids,

@@ -23,7 +23,12 @@ def to_device(t: torch.Tensor, device: torch.device) -> torch.Tensor:
     """Copy without waiting for the GPU: pinned memory lets the next step's batch be prepared while it computes."""
     if device.type != "cuda":
         return t
-    return t.pin_memory().to(device, non_blocking=True)
+    return (t if t.is_pinned() else t.pin_memory()).to(device, non_blocking=True)
+
+
+def compiles(settings: PretrainSettings, device: torch.device) -> bool:
+    """``compile: auto`` compiles on CUDA, where fusing the memory-bound kernels pays; not on the CPU."""
+    return device.type == "cuda" if settings.compile == "auto" else bool(settings.compile)
 
 
 class TrainStep:
@@ -57,7 +62,7 @@ class TrainStep:
         """Compile and distribute the objective; after any resumed weights are loaded."""
         d = self.dist
         self.objective.train()
-        if self.settings.compile:
+        if compiles(self.settings, d.device):
             self.runner = torch.compile(self.runner)
         if d.world > 1:
             self.runner = DistributedDataParallel(
