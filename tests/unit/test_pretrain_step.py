@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import os
+import socket
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import pretrain_fixtures as fx
 import pytest
@@ -156,3 +162,107 @@ def test_prefetched_batches_are_the_built_ones_and_errors_reach_the_loop(corpus)
     next(early)
     early.close()  # a run that stops early leaves no thread behind
     assert not [t for t in threading.enumerate() if t.name == "batches"]
+
+
+# --- two processes --------------------------------------------------------------------
+
+WORKER = '''
+import json, os, sys
+import torch
+import torch.distributed as tdist
+from torch.nn.parallel import DistributedDataParallel
+sys.path.insert(0, sys.argv[1])
+import test_pretrain_step as t
+from workflow_scripts.pretrain import dist as distributed, pretrain as cli, step as stepmod
+from workflow_scripts.pretrain.batches import MicroBatch, StepBatch
+from workflow_scripts.pretrain.settings import PretrainSettings
+
+d = distributed.setup()
+
+def weights(default_ddp):
+    """A tiny BERT after 3 steps of 2 micro-batches each, on this process's own data."""
+    trainer = stepmod.TrainStep(t._mlm(), PretrainSettings(precision="fp32", max_steps=3), d)
+    trainer.wrap()
+    if default_ddp:
+        trainer.runner = DistributedDataParallel(trainer.objective)
+    slots = t.prediction_slots(0.15, t.ROWS, t.L, whole_word=False)
+    for step in range(3):
+        micro = [MicroBatch(*t._micro(10 * step + 2 * d.rank + k, slots)[0]) for k in range(2)]
+        trainer(StepBatch(step, 0, t.L, micro, 0), t.NORMS)
+    return trainer.objective.state_dict()
+
+a, b = weights(True), weights(False)
+same = all(torch.equal(a[k], b[k]) for k in a)
+
+calls, current = [], {"step": -1}
+run_step = stepmod.TrainStep.__call__
+def traced(self, batch, norms):
+    current["step"] = batch.step
+    return run_step(self, batch, norms)
+stepmod.TrainStep.__call__ = traced
+for name in ("all_reduce", "broadcast", "barrier", "all_gather", "all_gather_object", "broadcast_object_list",
+             "reduce", "gather", "scatter", "reduce_scatter", "all_to_all"):
+    def counted(*args, _call=getattr(tdist, name), _name=name, **kw):
+        calls.append([current["step"], _name])
+        return _call(*args, **kw)
+    setattr(tdist, name, counted)
+rank = d.rank
+cli.main(sys.argv[3:])
+with open(os.path.join(sys.argv[2], f"rank{rank}.json"), "w") as fh:
+    json.dump({"ddp_options_same_weights": same, "calls": calls}, fh)
+'''
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.slow  # two torchrun worker processes: ~15 s on two shared cores
+def test_two_processes_talk_only_at_log_steps_and_tuned_ddp_changes_no_weight(tmp_path):
+    root = tmp_path / "base"
+    texts = fx.documents(150)
+    corpus = fx.make_corpus(root / "corpus", 150)
+    tokenizer = fx.make_wordpiece(root / "wordpiece", texts)
+    settings = fx.write_settings(
+        tmp_path / "s.yaml", max_steps=8, log_every=4, checkpoint_every=100, heldout_fraction=0.0, dropout=0.0
+    )
+    worker = tmp_path / "worker.py"
+    worker.write_text(WORKER)
+    cli = [
+        "--settings",
+        str(settings),
+        "--corpus",
+        str(corpus),
+        "--tokenizer",
+        str(tokenizer),
+        "--out",
+        str(tmp_path / "m"),
+    ]
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc-per-node",
+            "2",
+            "--master-port",
+            str(_free_port()),
+            str(worker),
+            str(Path(__file__).parent),
+            str(tmp_path),
+            *cli,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for rank in (0, 1):
+        seen = json.loads((tmp_path / f"rank{rank}.json").read_text())
+        assert seen["ddp_options_same_weights"]  # broadcast_buffers=False, gradient_as_bucket_view=True: bit-identical
+        steps = {step for step, _ in seen["calls"] if step >= 0}
+        assert 3 in steps  # the log line after step 4 sums the statistics over processes
+        assert steps <= {3, 7}  # log steps (and the last) only: no collective on the other six

@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel
 
 from .. import optim
@@ -29,6 +30,18 @@ def to_device(t: torch.Tensor, device: torch.device) -> torch.Tensor:
 def compiles(settings: PretrainSettings, device: torch.device) -> bool:
     """``compile: auto`` compiles on CUDA, where fusing the memory-bound kernels pays; not on the CPU."""
     return device.type == "cuda" if settings.compile == "auto" else bool(settings.compile)
+
+
+def distribute(module: nn.Module, d: Dist) -> DistributedDataParallel:
+    """Data-parallel ``module``: no buffer broadcast at every forward (its buffers are constants), gradients
+    written straight into the all-reduce buckets, and on CUDA all-reduced in bf16 (half the traffic)."""
+    cuda = d.device.type == "cuda"
+    ddp = DistributedDataParallel(
+        module, device_ids=[d.local_rank] if cuda else None, broadcast_buffers=False, gradient_as_bucket_view=True
+    )
+    if cuda:
+        ddp.register_comm_hook(None, default_hooks.bf16_compress_hook)
+    return ddp
 
 
 class TrainStep:
@@ -65,9 +78,7 @@ class TrainStep:
         if compiles(self.settings, d.device):
             self.runner = torch.compile(self.runner)
         if d.world > 1:
-            self.runner = DistributedDataParallel(
-                self.runner, device_ids=[d.local_rank] if d.device.type == "cuda" else None
-            )
+            self.runner = distribute(self.runner, d)
 
     def __call__(self, batch: StepBatch, norms: dict[str, float]) -> tuple[torch.Tensor | None, float]:
         """Train on ``batch``; return the gradient norm before clipping and the learning rate used."""
