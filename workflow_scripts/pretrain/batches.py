@@ -17,11 +17,12 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from ..tokenizer import Specials
 from .data import BlockOrder, PackedCorpus
-from .masking import apply_mask, draw, step_generator
+from .masking import StepStream, apply_mask, draw, step_generator
 from .settings import PretrainSettings
 
 log = logging.getLogger(__name__)
@@ -60,6 +61,24 @@ def prediction_slots(mask_prob: float, rows: int, seq_len: int, whole_word: bool
     n = rows * seq_len
     spread = math.sqrt(n * mask_prob * (1 - mask_prob)) * (12 if whole_word else 6)
     return min(n, 8 * math.ceil((n * mask_prob + spread) / 8))
+
+
+def mask_rows(
+    settings: PretrainSettings, specials: Specials, toks: np.ndarray, flags: np.ndarray, stream: StepStream, first: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(ids, masked ids, selection) of the blocks ``toks`` masked with rows ``first ..`` of ``stream``'s draws."""
+    input_ids = torch.from_numpy(toks)
+    masked, selected = apply_mask(
+        input_ids,
+        torch.from_numpy(flags),
+        draw(stream, len(toks), toks.shape[1], specials.vocab_size, first_row=first),
+        mask_prob=settings.mask_prob,
+        mask_id=specials.mask,
+        mask_replace_prob=settings.mask_replace_prob,
+        random_replace_prob=settings.random_replace_prob,
+        whole_word=settings.whole_word_mask,
+    )
+    return input_ids, masked, selected
 
 
 def fixed_predictions(selected: torch.Tensor, input_ids: torch.Tensor, slots: int | None) -> tuple[torch.Tensor, ...]:
@@ -114,24 +133,8 @@ class BatchBuilder:
         self._note_epoch(phase, in_phase, len(data), step)
         first = in_phase * s.batch_size + self.rank * self.share
         toks, flags = data.take(order.indices(first, self.share))
-        draws = draw(
-            step_generator(s.seed, phase, step),
-            self.share,
-            L,
-            self.specials.vocab_size,
-            first_row=self.rank * self.share,
-        )
-        input_ids = torch.from_numpy(toks)
-        masked, selected = apply_mask(
-            input_ids,
-            torch.from_numpy(flags),
-            draws,
-            mask_prob=s.mask_prob,
-            mask_id=self.specials.mask,
-            mask_replace_prob=s.mask_replace_prob,
-            random_replace_prob=s.random_replace_prob,
-            whole_word=s.whole_word_mask,
-        )
+        stream = step_generator(s.seed, phase, step)
+        input_ids, masked, selected = mask_rows(s, self.specials, toks, flags, stream, self.rank * self.share)
         slots = prediction_slots(s.mask_prob, self.micro, L, s.whole_word_mask) if self.fixed_slots else None
         micro = []
         for k in range(self.share // self.micro):

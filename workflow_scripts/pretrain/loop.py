@@ -42,10 +42,10 @@ from ..errors import PipelineError
 from ..progress import progress
 from ..tokenizer import Specials
 from . import checkpoint as ckpt
-from .batches import BatchBuilder, StepBatch, prefetched
+from .batches import BatchBuilder, StepBatch, mask_rows, prefetched
 from .data import PackedCorpus
 from .dist import Dist
-from .masking import apply_mask, draw, step_generator
+from .masking import step_generator
 from .model import MLMObjective
 from .settings import PretrainSettings
 from .step import TrainStep
@@ -316,18 +316,7 @@ def heldout_batches(job: Job) -> Iterator[tuple[torch.Tensor, torch.Tensor, torc
     for start in range(0, n, batch):
         idx = np.arange(start, min(start + batch, n))
         toks, flags = data.take(idx)
-        draws = draw(step_generator(EVAL_SEED, 0, 0), len(idx), data.seq_len, specials.vocab_size, first_row=start)
-        input_ids = torch.from_numpy(toks)
-        masked, selected = apply_mask(
-            input_ids,
-            torch.from_numpy(flags),
-            draws,
-            mask_prob=s.mask_prob,
-            mask_id=specials.mask,
-            mask_replace_prob=s.mask_replace_prob,
-            random_replace_prob=s.random_replace_prob,
-            whole_word=s.whole_word_mask,
-        )
+        input_ids, masked, selected = mask_rows(s, specials, toks, flags, step_generator(EVAL_SEED, 0, 0), start)
         positions = selected.reshape(-1).nonzero().squeeze(1)
         yield masked.to(device), positions.to(device), input_ids.reshape(-1)[positions].to(device)
 
