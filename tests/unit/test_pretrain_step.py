@@ -16,6 +16,8 @@ import torch
 from torch._dynamo.testing import CompileCounterWithBackend
 from transformers import BertConfig, BertForMaskedLM, ElectraConfig, ElectraForMaskedLM, ElectraForPreTraining
 
+from workflow_scripts.distill.objective import DistillObjective
+from workflow_scripts.distill.settings import LossWeights
 from workflow_scripts.pack.index import read_index
 from workflow_scripts.pretrain.batches import BatchBuilder, fixed_predictions, prediction_slots, prefetched
 from workflow_scripts.pretrain.data import PackedCorpus
@@ -33,8 +35,8 @@ V, L, ROWS, MASK_ID = 60, 32, 4, 4
 
 def _tiny(cls, config_cls, **extra):
     torch.manual_seed(0)
-    shape = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
-    return cls(config_cls(vocab_size=V, max_position_embeddings=L, hidden_dropout_prob=0.0, **shape, **extra))
+    shape = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64) | extra
+    return cls(config_cls(vocab_size=V, max_position_embeddings=L, hidden_dropout_prob=0.0, **shape))
 
 
 def _mlm() -> MLMObjective:
@@ -62,21 +64,40 @@ def _micro(step: int, slots: int | None):
 NORMS = {"masked": 0.15 * ROWS * (L - 2), "tokens": ROWS * L}
 
 
-def test_fixed_prediction_slots_give_the_variable_size_loss_and_gradients():
+def _electra_fixed_draws() -> ElectraObjective:
+    objective = _electra()
+    objective.sample_with = torch.Generator().manual_seed(3)  # the same replacements in both runs
+    return objective
+
+
+def _distill() -> DistillObjective:
+    teacher = _tiny(BertForMaskedLM, BertConfig, attention_probs_dropout_prob=0.0, num_hidden_layers=4)
+    return DistillObjective(_mlm().model, teacher.eval(), LossWeights(), 2.0, [2, 4])
+
+
+@pytest.mark.parametrize("make", [_mlm, _electra_fixed_draws, _distill], ids=["mlm", "electra", "distill"])
+def test_fixed_prediction_slots_give_the_variable_size_loss_and_gradients(make):
     slots = prediction_slots(0.15, ROWS, L, whole_word=False)
     variable, n = _micro(0, None)
     fixed, _ = _micro(0, slots)
     assert len(fixed[1]) == slots > n == len(variable[1])
     losses, grads = [], []
     for batch in (variable, fixed):
-        objective = _mlm()
+        objective = make()
         loss, _ = objective(*batch, NORMS)
         loss.backward()
         losses.append(loss)
-        grads.append([p.grad for p in objective.parameters()])
+        grads.append([p.grad for p in objective.parameters() if p.grad is not None])
     torch.testing.assert_close(losses[0], losses[1])
+    assert len(grads[0]) == len(grads[1]) > 0
     for a, b in zip(*grads, strict=True):
         torch.testing.assert_close(a, b)
+
+
+def test_distillation_pads_predictions_unless_it_compares_distributions_at_masked_positions():
+    assert _distill().fixed_predictions
+    masked_kl = DistillObjective(_mlm().model, _mlm().model, LossWeights(), 2.0, [1, 2], kl_positions="masked")
+    assert not masked_kl.fixed_predictions
 
 
 @pytest.mark.parametrize("make", [_mlm, _electra], ids=["mlm", "electra"])
