@@ -43,6 +43,11 @@ class DistillObjective(nn.Module):
         self.needs_attention = any(k in self.weights for k in ("attention_mse", "attention_kl"))
         self.needs_logits = any(k in self.weights for k in ("kl", "soft_ce"))
 
+    @property
+    def fixed_predictions(self) -> bool:
+        """Padded prediction slots suit every term but kl and soft_ce on masked positions, which would compare them."""
+        return not (self.needs_logits and not self.kl_all)
+
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, labels: torch.Tensor, norms: dict[str, float]):
         flags = {"output_hidden_states": self.needs_hidden, "output_attentions": self.needs_attention}
         s_enc, s_head = mlm_parts(self.model)

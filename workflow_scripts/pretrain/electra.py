@@ -21,6 +21,7 @@ from transformers import ElectraConfig, ElectraForMaskedLM, ElectraForPreTrainin
 
 from ..errors import PipelineError
 from ..tokenizer import Specials, load_tokenizer
+from .batches import IGNORE_INDEX
 from .loop import EVAL_SEED, NO_HELDOUT, Job, has_heldout, heldout_summary, heldout_sums
 from .model import check_vocab, masked_hidden, train_flops_per_token
 from .settings import ElectraSettings, PretrainSettings
@@ -152,9 +153,11 @@ class ElectraObjective(nn.Module):
         logits = gen.generator_lm_head(gen.generator_predictions(masked_hidden(hidden, positions)))
         mlm = F.cross_entropy(logits.float(), labels, reduction="sum") / norms["masked"]
 
-        sampled = sample_tokens(logits, self.settings.sampling, self.sample_with)
+        # padded prediction slots (label IGNORE_INDEX) write back the token already there
+        valid, current = labels != IGNORE_INDEX, input_ids.reshape(-1)[positions]
+        sampled = torch.where(valid, sample_tokens(logits, self.settings.sampling, self.sample_with), current)
         corrupted = input_ids.reshape(-1).index_put((positions,), sampled).view_as(input_ids)
-        original = input_ids.reshape(-1).index_put((positions,), labels).view_as(input_ids)
+        original = input_ids.reshape(-1).index_put((positions,), torch.where(valid, labels, current)).view_as(input_ids)
         replaced = (corrupted != original).float()
         disc_logits = self.discriminator(input_ids=corrupted).logits.float()
         rtd = F.binary_cross_entropy_with_logits(disc_logits, replaced, reduction="sum") / norms["tokens"]

@@ -137,7 +137,10 @@ class PretrainSettings:
     precision: Literal["fp32", "bf16", "fp16"] = field(
         default="bf16", metadata={"help": "Autocast precision on GPU; on CPU bf16 and fp16 fall back to fp32."}
     )
-    compile: bool = field(default=False, metadata={"help": "Wrap the model in torch.compile."})
+    compile: bool | Literal["auto"] = field(
+        default="auto",
+        metadata={"help": "Wrap the training objective in torch.compile; auto: on CUDA devices, not on the CPU."},
+    )
     attention: Literal["sdpa", "eager"] = field(
         default="sdpa",
         metadata={"help": "Attention kernel: PyTorch scaled-dot-product attention or the eager reference."},
