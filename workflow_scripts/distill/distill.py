@@ -24,6 +24,7 @@ from .. import optim, provenance
 from ..cli import run
 from ..errors import PipelineError
 from ..pretrain import dist as distributed
+from ..pretrain import memory
 from ..pretrain.engine import add_data_arguments, data_inputs, execute, flops_fn, open_data, resume_digest, training_key
 from ..pretrain.loop import Job
 from ..pretrain.model import MLMObjective, build_model, check_vocab, load_pretrained
@@ -76,21 +77,18 @@ def main(argv: Sequence[str] | None = None) -> None:
         out = Path(args.out)
         terms = s.loss.teacher_terms()
         needs_attention = any(k in terms for k in ("attention_mse", "attention_kl"))
-        attention = "eager" if needs_attention else s.attention  # attention maps need the eager kernel
-        teacher, tokenizer = load_pretrained(args.teacher, "--teacher", attention)
+        teacher, tokenizer = load_pretrained(args.teacher, "--teacher", s.attention)
         freeze(teacher)
         max_len = max(p.seq_len for p in s.phases)
         student, init_info = make_student(s, teacher, tokenizer, args.init, where, max_len)
         check_vocab(student, tokenizer, args.teacher)
         check_embedding_rows(teacher, student, f"{args.teacher} vs the student")
-        if needs_attention:
-            student.set_attn_implementation("eager")
-            if student.config.num_attention_heads != teacher.config.num_attention_heads:
-                raise PipelineError(
-                    f"{where}.loss: attention terms need equal head counts (student "
-                    f"{student.config.num_attention_heads}, teacher "
-                    f"{teacher.config.num_attention_heads})"
-                )
+        if needs_attention and student.config.num_attention_heads != teacher.config.num_attention_heads:
+            raise PipelineError(
+                f"{where}.loss: attention terms need equal head counts (student "
+                f"{student.config.num_attention_heads}, teacher "
+                f"{teacher.config.num_attention_heads})"
+            )
         mapping = layer_map(student.config.num_hidden_layers, teacher.config.num_hidden_layers, s, where)
         if needs_attention and 0 in mapping:
             raise PipelineError(
@@ -108,6 +106,12 @@ def main(argv: Sequence[str] | None = None) -> None:
             log.info("no teacher terms: plain MLM of the student (the 'train longer' control)")
             objective = MLMObjective(student)
         data = open_data(args, s, tokenizer, out, d)
+        estimate = (
+            memory.distill_estimate(student, teacher, s, d.device)
+            if terms
+            else memory.mlm_estimate(student, s, d.device)
+        )
+        s = memory.resolve_micro_batch(s, d.world, estimate)
         key = training_key(s, data.keys, student, {"teacher": args.teacher, "init": args.init, "student": init_info})
         job = Job(
             settings=s,

@@ -15,6 +15,27 @@ from .settings import LossWeights
 LAYERWISE = ("hidden_mse", "hidden_cosine", "attention_mse", "attention_kl")
 
 
+def attention_maps(
+    model: nn.Module, hidden_states: tuple[torch.Tensor, ...], layers: list[int]
+) -> dict[int, torch.Tensor]:
+    """Attention probabilities [B, heads, L, L] of the given layers (1-based), from their input hidden states.
+
+    The model itself runs its fast attention kernel (SDPA) in every layer; only the mapped layers'
+    maps are formed here, as the eager kernel forms them before dropout, softmax(QK^T / sqrt(d)).
+    Pretraining blocks carry no padding, so there is no attention mask.
+    """
+    encoder = mlm_parts(model)[0].encoder
+    maps = {}
+    for layer in sorted(set(layers)):
+        attn, h = encoder.layer[layer - 1].attention.self, hidden_states[layer - 1]
+        shape = (*h.shape[:-1], -1, attn.attention_head_size)
+        q = attn.query(h).view(shape).transpose(1, 2)
+        k = attn.key(h).view(shape).transpose(1, 2)
+        scores = torch.matmul(q, k.transpose(-1, -2)) * attn.attention_head_size**-0.5
+        maps[layer] = torch.softmax(scores, dim=-1, dtype=torch.float32)
+    return maps
+
+
 class DistillObjective(nn.Module):
     """Registered parameters: the student and the projections; the frozen teacher is held aside."""
 
@@ -44,7 +65,7 @@ class DistillObjective(nn.Module):
         self.needs_logits = any(k in self.weights for k in ("kl", "soft_ce"))
 
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, labels: torch.Tensor, norms: dict[str, float]):
-        flags = {"output_hidden_states": self.needs_hidden, "output_attentions": self.needs_attention}
+        flags = {"output_hidden_states": self.needs_hidden or self.needs_attention}
         s_enc, s_head = mlm_parts(self.model)
         s_out = s_enc(input_ids=input_ids, **flags)
         if self.needs_logits and self.kl_all:  # the head runs once on every position
@@ -84,6 +105,10 @@ class DistillObjective(nn.Module):
                 self.embedding_proj(s_out.hidden_states[0]), t_out.hidden_states[0]
             ) / (tokens * width)
         pairs = list(enumerate(self.layer_map, start=1))
+        if self.needs_attention:
+            with torch.no_grad(), self.teacher_autocast():
+                t_maps = attention_maps(self.teacher, t_out.hidden_states, self.layer_map)
+            s_maps = attention_maps(self.model, s_out.hidden_states, [i for i, _ in pairs])
         if "hidden_mse" in w:
             out["hidden_mse"] = sum(
                 losses.squared_error(self.proj(s_out.hidden_states[i]), t_out.hidden_states[t]) for i, t in pairs
@@ -94,13 +119,13 @@ class DistillObjective(nn.Module):
                 / tokens
             )
         if self.needs_attention:
-            heads, seq = s_out.attentions[0].shape[1], s_out.attentions[0].shape[-1]
+            heads, seq = s_maps[1].shape[1], s_maps[1].shape[-1]
             if "attention_mse" in w:
-                out["attention_mse"] = sum(
-                    losses.squared_error(s_out.attentions[i - 1], t_out.attentions[t - 1]) for i, t in pairs
-                ) / (tokens * heads * seq)
+                out["attention_mse"] = sum(losses.squared_error(s_maps[i], t_maps[t]) for i, t in pairs) / (
+                    tokens * heads * seq
+                )
             if "attention_kl" in w:
-                out["attention_kl"] = sum(
-                    losses.attention_kl(s_out.attentions[i - 1], t_out.attentions[t - 1]) for i, t in pairs
-                ) / (tokens * heads)
+                out["attention_kl"] = sum(losses.attention_kl(s_maps[i], t_maps[t]) for i, t in pairs) / (
+                    tokens * heads
+                )
         return out
