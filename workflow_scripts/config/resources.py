@@ -45,9 +45,12 @@ class JobResources:
         "Nodes of the job; more than 1 runs one torchrun per node through srun (the GPUs split evenly).",
         default=1,
     )
+    gpu_mem_gb: int = _help(
+        "Memory of each of the job's GPUs in GB (pretrain, distill): micro_batch_size: auto fills it.", default=80
+    )
 
     def validate(self, where: str) -> None:
-        for name in ("threads", "mem_mb", "runtime", "nodes"):
+        for name in ("threads", "mem_mb", "runtime", "nodes", "gpu_mem_gb"):
             if getattr(self, name) < 1:
                 raise PipelineError(f"{where}.{name}: must be at least 1, got {getattr(self, name)}")
         if self.gpu < 0:

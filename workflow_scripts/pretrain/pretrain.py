@@ -30,7 +30,7 @@ from ..errors import PipelineError
 from ..tokenizer import load_tokenizer
 from ..typed import load_settings, to_dict
 from . import dist as distributed
-from . import electra
+from . import electra, memory
 from .engine import Data, add_data_arguments, data_inputs, execute, flops_fn, open_data, resume_digest, training_key
 from .loop import Job
 from .model import MLMObjective, build_model, check_vocab, load_pretrained
@@ -98,6 +98,7 @@ def mlm_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: dist
         model = build_model(s, tokenizer, max_len)
         check_vocab(model, tokenizer, args.tokenizer)
     data = open_data(args, s, tokenizer, out, d)
+    s = memory.resolve_micro_batch(s, d.world, memory.mlm_estimate(model, s, d.device))
     key = training_key(s, data.keys, model, {"init": args.init})
     return Job(
         settings=s,
@@ -123,6 +124,7 @@ def electra_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: 
         discriminator, generator = electra.build_electra(s, tokenizer, max_len)
         check_vocab(discriminator, tokenizer, args.tokenizer)
     data = open_data(args, s, tokenizer, out, d)
+    s = memory.resolve_micro_batch(s, d.world, memory.electra_estimate(discriminator, generator, s, d.device))
     key = training_key(s, data.keys, discriminator, {"init": args.init, "generator": generator.config.to_dict()})
     return Job(
         settings=s,
