@@ -25,9 +25,9 @@ from ..cli import run
 from ..errors import PipelineError
 from ..pretrain import dist as distributed
 from ..pretrain import memory
-from ..pretrain.engine import add_data_arguments, data_inputs, execute, flops_fn, open_data, resume_digest, training_key
+from ..pretrain.engine import add_data_arguments, data_inputs, execute, open_data, resume_digest, training_key
 from ..pretrain.loop import Job
-from ..pretrain.model import MLMObjective, build_model, check_vocab, load_pretrained
+from ..pretrain.model import MLMObjective, build_model, check_vocab, flops_record, load_pretrained, mlm_flops_fn
 from ..typed import load_settings, to_dict
 from .objective import DistillObjective
 from .settings import DistillModelSettings, DistillSettings
@@ -122,7 +122,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             heldout=data.heldout,
             state_dir=out / "training_state",
             digest=resume_digest(out / "training_state", key, d),
-            flops_per_token=flops_fn(student, teacher if terms else None),
+            flops_per_token=(
+                functools.partial(objective.flops_per_token, mask_prob=s.mask_prob)
+                if terms
+                else mlm_flops_fn(student, s.mask_prob)
+            ),
             dist=d,
         )
         inputs = {
@@ -147,6 +151,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                 "control": not terms,
             },
             "model": {"parameters": sum(p.numel() for p in student.parameters()), "config": student.config.to_dict()},
+            "micro_batch_size": s.micro_batch_size,
+            "flops": flops_record(job.flops_per_token, [p.seq_len for p in s.phases]),
         }
         execute(
             job,

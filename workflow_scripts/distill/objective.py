@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..pretrain.model import masked_hidden, mlm_parts
+from ..pretrain.model import linear_weights, masked_hidden, matmul_flops_per_token, mlm_parts
 from . import losses
 from .settings import LossWeights
 
@@ -89,6 +89,28 @@ class DistillObjective(nn.Module):
         stats = {k: v.detach() for k, v in terms.items()}
         stats["loss"] = loss.detach()
         return loss, stats
+
+    def flops_per_token(self, seq_len: int, mask_prob: float) -> float:
+        """FLOPS_FORMULA for the student's training, the teacher's forward pass and the terms' matmuls."""
+        student, teacher = self.model, self.teacher
+        head_fraction = 1.0 if self.kl_all else mask_prob
+        flops = matmul_flops_per_token(
+            student.config, *mlm_parts(student), seq_len, head_fraction if self.needs_logits else mask_prob
+        )
+        t_enc, t_head = mlm_parts(teacher)
+        flops += matmul_flops_per_token(
+            teacher.config, t_enc, t_head if self.needs_logits else None, seq_len, head_fraction, passes=1
+        )
+        w = self.weights
+        projected = ("cosine" in w) + len(self.layer_map) * sum(k in w for k in ("hidden_mse", "hidden_cosine"))
+        flops += 6 * (
+            projected * linear_weights(self.proj) + ("embedding_mse" in w) * linear_weights(self.embedding_proj)
+        )
+        if self.needs_attention:  # the mapped layers' query and key projections and scores, formed again
+            for model, layers, passes in ((student, len(self.layer_map), 3), (teacher, len(set(self.layer_map)), 1)):
+                h = model.config.hidden_size
+                flops += passes * layers * (2 * 2 * h * h + 2 * h * seq_len)
+        return flops
 
     def _teacher_terms(self, s_out, t_out, s_logits, t_logits, norms) -> dict[str, torch.Tensor]:
         w, T, out = self.weights, self.temperature, {}

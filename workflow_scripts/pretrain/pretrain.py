@@ -31,9 +31,9 @@ from ..tokenizer import load_tokenizer
 from ..typed import load_settings, to_dict
 from . import dist as distributed
 from . import electra, memory
-from .engine import Data, add_data_arguments, data_inputs, execute, flops_fn, open_data, resume_digest, training_key
+from .engine import Data, add_data_arguments, data_inputs, execute, open_data, resume_digest, training_key
 from .loop import Job
-from .model import MLMObjective, build_model, check_vocab, load_pretrained
+from .model import MLMObjective, build_model, check_vocab, flops_record, load_pretrained, mlm_flops_fn
 from .settings import PretrainModelSettings, PretrainSettings
 
 log = logging.getLogger(__name__)
@@ -75,7 +75,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             params={"name": entry.name, "pretrain": to_dict(s)},
             started=started,
             extra={
-                "model": {"parameters": sum(p.numel() for p in model.parameters()), "config": model.config.to_dict()}
+                "model": {"parameters": sum(p.numel() for p in model.parameters()), "config": model.config.to_dict()},
+                "micro_batch_size": job.settings.micro_batch_size,
+                "flops": flops_record(job.flops_per_token, [p.seq_len for p in s.phases]),
             },
             stop_after=args.stop_after,
         )
@@ -109,7 +111,7 @@ def mlm_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: dist
         heldout=data.heldout,
         state_dir=out / "training_state",
         digest=resume_digest(out / "training_state", key, d),
-        flops_per_token=flops_fn(model),
+        flops_per_token=mlm_flops_fn(model, s.mask_prob),
         dist=d,
     ), data
 
@@ -135,7 +137,7 @@ def electra_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: 
         heldout=data.heldout,
         state_dir=out / "training_state",
         digest=resume_digest(out / "training_state", key, d),
-        flops_per_token=electra.flops_fn(discriminator, generator),
+        flops_per_token=electra.flops_fn(discriminator, generator, s.mask_prob),
         dist=d,
         evaluator=electra.evaluate,
         companions={electra.GENERATOR_DIR: generator},
