@@ -29,6 +29,7 @@ StepBytes = Callable[[int, int], float]  # (micro-batch, sequence length) -> pea
 # cuBLAS/NCCL workspaces and the caching allocator's fragmentation.
 USABLE_FRACTION = 0.85
 GB = 1e9
+CHUNK_TENSORS = 4  # fp32 chunks alive at once in the chunked KL's backward (benchmarks/bench_memory.py)
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,7 @@ def distill_step_bytes(
     student_step = mlm_step_bytes(student, micro, seq_len, predicted, p)
     logits = rows * student.vocab * low * 3  # student logits, teacher logits, the student logits' gradient
     head = rows * 4 * student.hidden * 4
-    chunk = 5 * 4 * CHUNK_ELEMENTS
+    chunk = CHUNK_TENSORS * 4 * min(CHUNK_ELEMENTS, rows * student.vocab)
     teacher_weights = teacher.params * (2 if p.autocast else 4)
     teacher_last = tokens * 4 * teacher.hidden
     return student_step + logits + head + chunk + teacher_weights + teacher_last
