@@ -177,13 +177,13 @@ def _layers(run: Run) -> float:
 
 def step_seconds(run: Run, seq_len: int, on: dict, c: dict) -> tuple[float, int]:
     """Predicted seconds of one optimiser step on one GPU, and the micro-batch, with the points ``on``."""
-    share = run.batch // run.gpus
+    share, longest = run.batch // run.gpus, max(n for n, _ in run.phases)  # auto sizes for the longest phase
     budget = memory.budget(80.0)
     if on["micro"] or run.paper_micro is None:
-        micro = memory.auto_micro_batch(lambda m: run.memory_for(m, seq_len, not on["chunked_kl"]), share, budget)
+        micro = memory.auto_micro_batch(lambda m: run.memory_for(m, longest, not on["chunked_kl"]), share, budget)
     else:
         micro = min(run.paper_micro, share)
-        while micro > 1 and run.memory_for(micro, seq_len, not on["chunked_kl"]) > budget:
+        while micro > 1 and run.memory_for(micro, longest, not on["chunked_kl"]) > budget:
             micro //= 2  # the recipe's micro-batch would not fit: the run needs a smaller one
     tokens = micro * seq_len
     if on["compile"]:

@@ -4,7 +4,6 @@ reads changes, and Snakemake reruns only that step and what depends on it."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from ..controls.settings import BaselineSettings, ControlSettings
@@ -17,7 +16,6 @@ from ..tasks.spec import PrepareTaskSettings
 from ..typed import parse, to_dict, view
 from ..vocab.settings import TrainVocabSettings
 from .plan import finetune_runs, model_dir, run_dir, vocab_dir
-from .resources import MODEL_RULES
 from .restricted import restricted as restricted_marks
 from .study import Study
 
@@ -45,12 +43,8 @@ MODEL_SETTINGS = {"pretrain": PretrainModelSettings, "distill": DistillModelSett
 
 
 def model_settings(study: Study, model: str) -> dict[str, Any]:
-    """What training the model reads: its recipe (with the GPU memory its job declares), or a
-    control's seed of its random weights."""
+    """What training the model reads: its recipe, or a control's seed of its random weights."""
     m = study.models[model]
-    if m.kind in MODEL_RULES:
-        recipe = replace(getattr(m, m.kind), gpu_mem_gb=float(study.job_resources(m.kind, model).gpu_mem_gb))
-        return {"model": to_dict(MODEL_SETTINGS[m.kind](name=model, **{m.kind: recipe}))}
     return {"model": to_dict(view(MODEL_SETTINGS[m.kind], m, name=model))}
 
 

@@ -43,6 +43,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add_data_arguments(ap)
     ap.add_argument("--init", help="student checkpoint directory for student.init: model")
     ap.add_argument("--out", required=True, help="output student directory")
+    memory.add_gpu_memory_argument(ap)
     ap.add_argument("--stop-after", type=int, default=None, help=argparse.SUPPRESS)
     return ap.parse_args(argv)
 
@@ -106,13 +107,13 @@ def main(argv: Sequence[str] | None = None) -> None:
             log.info("no teacher terms: plain MLM of the student (the 'train longer' control)")
             objective = MLMObjective(student)
         data = open_data(args, s, tokenizer, out, d)
+        key = training_key(s, data.keys, student, {"teacher": args.teacher, "init": args.init, "student": init_info})
         estimate = (
             memory.distill_estimate(student, teacher, s, d.device)
             if terms
             else memory.mlm_estimate(student, s, d.device)
         )
-        s = memory.resolve_micro_batch(s, d.world, estimate)
-        key = training_key(s, data.keys, student, {"teacher": args.teacher, "init": args.init, "student": init_info})
+        s = memory.resolve_micro_batch(s, d.world, estimate, args.gpu_mem_gb)
         job = Job(
             settings=s,
             objective=objective,
@@ -159,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             out,
             step="distill",
             inputs=inputs,
-            params={"name": entry.name, "distill": to_dict(s)},
+            params={"name": entry.name, "distill": to_dict(entry.distill)},
             started=started,
             extra=extra,
             stop_after=args.stop_after,

@@ -12,6 +12,7 @@ benchmarks/bench_memory.py compares it with the peak measured on the CPU.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import logging
 from collections.abc import Callable
@@ -168,19 +169,29 @@ def distill_estimate(student, teacher, s, device: torch.device) -> StepBytes:
     return lambda micro, seq_len: distill_step_bytes(st, te, micro, seq_len, s.mask_prob, kl_all, p)
 
 
-def resolve_micro_batch(s: PretrainSettings, world: int, bytes_for: StepBytes) -> PretrainSettings:
-    """``s`` with ``micro_batch_size: auto`` replaced by the micro-batch that fits ``gpu_mem_gb``
-    at the longest phase."""
+def add_gpu_memory_argument(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument(
+        "--gpu-mem-gb",
+        type=float,
+        default=80.0,
+        help="memory of one GPU in GB that micro_batch_size: auto fills (the rule passes resources' gpu_mem_gb)",
+    )
+
+
+def resolve_micro_batch(s: PretrainSettings, world: int, bytes_for: StepBytes, gpu_mem_gb: float) -> PretrainSettings:
+    """``s`` with ``micro_batch_size: auto`` replaced by the micro-batch that fits ``gpu_mem_gb`` at the
+    longest phase. Only the training step reads the result: the resumption key keeps ``auto``, so a run
+    resumed on another card continues with the micro-batch that fits there."""
     if s.micro_batch_size != "auto":
         return s
     seq_len = max(p.seq_len for p in s.phases)
-    micro = auto_micro_batch(lambda m: bytes_for(m, seq_len), max(s.batch_size // world, 1), budget(s.gpu_mem_gb))
+    micro = auto_micro_batch(lambda m: bytes_for(m, seq_len), max(s.batch_size // world, 1), budget(gpu_mem_gb))
     log.info(
         "micro_batch_size auto: %d sequences of %d tokens (estimated %.1f of %.0f GB)",
         micro,
         seq_len,
         bytes_for(micro, seq_len) / GB,
-        s.gpu_mem_gb,
+        gpu_mem_gb,
     )
     return dataclasses.replace(s, micro_batch_size=micro)
 

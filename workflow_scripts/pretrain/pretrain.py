@@ -47,6 +47,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     src.add_argument("--tokenizer", help="tokenizer directory: train from scratch with this vocabulary")
     src.add_argument("--init", help="checkpoint directory (or hub id) to continue pretraining, keeping its vocabulary")
     ap.add_argument("--out", required=True, help="output model directory")
+    memory.add_gpu_memory_argument(ap)
     ap.add_argument("--stop-after", type=int, default=None, help=argparse.SUPPRESS)
     return ap.parse_args(argv)
 
@@ -100,8 +101,8 @@ def mlm_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: dist
         model = build_model(s, tokenizer, max_len)
         check_vocab(model, tokenizer, args.tokenizer)
     data = open_data(args, s, tokenizer, out, d)
-    s = memory.resolve_micro_batch(s, d.world, memory.mlm_estimate(model, s, d.device))
     key = training_key(s, data.keys, model, {"init": args.init})
+    s = memory.resolve_micro_batch(s, d.world, memory.mlm_estimate(model, s, d.device), args.gpu_mem_gb)
     return Job(
         settings=s,
         objective=MLMObjective(model),
@@ -126,8 +127,9 @@ def electra_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: 
         discriminator, generator = electra.build_electra(s, tokenizer, max_len)
         check_vocab(discriminator, tokenizer, args.tokenizer)
     data = open_data(args, s, tokenizer, out, d)
-    s = memory.resolve_micro_batch(s, d.world, memory.electra_estimate(discriminator, generator, s, d.device))
     key = training_key(s, data.keys, discriminator, {"init": args.init, "generator": generator.config.to_dict()})
+    estimate = memory.electra_estimate(discriminator, generator, s, d.device)
+    s = memory.resolve_micro_batch(s, d.world, estimate, args.gpu_mem_gb)
     return Job(
         settings=s,
         objective=electra.ElectraObjective(discriminator, generator, s.electra),

@@ -100,14 +100,8 @@ class PretrainSettings:
         metadata={
             "help": "Sequences per forward pass per process; gradient accumulation makes up the "
             "global batch. auto: the largest divisor of the per-process share whose estimated "
-            "memory (pretrain/memory.py) fits gpu_mem_gb. Default: the whole per-process share."
-        },
-    )
-    gpu_mem_gb: float = field(
-        default=80.0,
-        metadata={
-            "help": "Memory of one GPU in GB that micro_batch_size: auto fills; the workflow writes "
-            "the job's resources.<rule>.gpu_mem_gb here."
+            "memory (pretrain/memory.py) fits the GPU memory the job declares (resources: "
+            "gpu_mem_gb). Default: the whole per-process share."
         },
     )
     phases: list[Phase] = field(
@@ -206,7 +200,6 @@ class PretrainSettings:
                 "micro_batch_size",
                 "must be auto or between 1 and batch_size",
             ),
-            (self.gpu_mem_gb > 0, "gpu_mem_gb", "must be positive"),
             (bool(self.phases), "phases", "give at least one phase"),
             (all(p.seq_len >= 8 for p in self.phases), "phases", "seq_len must be at least 8"),
             (all(p.fraction > 0 for p in self.phases), "phases", "every fraction must be positive"),
