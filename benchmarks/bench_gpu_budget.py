@@ -248,18 +248,10 @@ def _recipe(study, name: str):
 
 
 def _meta_mlm(arch: str, shape: tuple[int, int, int, int], vocab: int, seq_len: int = 512):
-    from transformers import BertConfig, BertForMaskedLM, RobertaConfig, RobertaForMaskedLM
+    from gpu_check_pretrain import masked_lm
 
     hidden, layers, heads, inter = shape
-    common = dict(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads, intermediate_size=inter)
-    config = (
-        RobertaConfig(vocab_size=vocab, max_position_embeddings=seq_len + 2, **common)
-        if arch == "roberta"
-        else BertConfig(vocab_size=vocab, max_position_embeddings=seq_len, **common)
-    )
-    config._attn_implementation = "sdpa"
-    with torch.device("meta"):
-        return (RobertaForMaskedLM if arch == "roberta" else BertForMaskedLM)(config)
+    return masked_lm(arch, hidden, layers, heads, vocab, seq_len, torch.device("meta"), intermediate=inter)
 
 
 def _teacher_model(study, name: str):

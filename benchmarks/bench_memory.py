@@ -20,14 +20,11 @@ import json
 from pathlib import Path
 
 import torch
+from gpu_check_pretrain import masked_lm
 from transformers import (
-    BertConfig,
-    BertForMaskedLM,
     ElectraConfig,
     ElectraForMaskedLM,
     ElectraForPreTraining,
-    RobertaConfig,
-    RobertaForMaskedLM,
 )
 
 from workflow_scripts.atomic import write_json
@@ -53,18 +50,7 @@ MLM_CASES = [
 
 def _bert(hidden, layers, heads, vocab, seq_len, dropout, seed=0):
     torch.manual_seed(seed)
-    cfg = BertConfig(
-        vocab_size=vocab,
-        hidden_size=hidden,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        intermediate_size=4 * hidden,
-        max_position_embeddings=seq_len,
-        hidden_dropout_prob=dropout,
-        attention_probs_dropout_prob=dropout,
-    )
-    cfg._attn_implementation = "sdpa"
-    return BertForMaskedLM(cfg)
+    return masked_lm("bert", hidden, layers, heads, vocab, seq_len, torch.device("cpu"), dropout)
 
 
 def measure(objective, vocab: int, micro: int, seq_len: int, bf16: bool, live_bytes: float) -> float:
@@ -152,15 +138,13 @@ def kl_memory(vocab: int, positions: list[int], chunk_elements: list[int]) -> li
 
 def paper_encoder(kind: str, hidden: int, layers: int, heads: int, vocab: int, positions: int = 512):
     """The exact shape of a paper model, built on the meta device (no memory, no compute)."""
+    meta = torch.device("meta")
+    if kind in ("roberta", "bert"):
+        return memory.Encoder.of(masked_lm(kind, hidden, layers, heads, vocab, positions, meta))
     shape = dict(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads, intermediate_size=4 * hidden)
-    with torch.device("meta"):
-        if kind == "roberta":
-            model = RobertaForMaskedLM(RobertaConfig(vocab_size=vocab, max_position_embeddings=positions + 2, **shape))
-        elif kind == "bert":
-            model = BertForMaskedLM(BertConfig(vocab_size=vocab, max_position_embeddings=positions, **shape))
-        else:
-            config = ElectraConfig(vocab_size=vocab, embedding_size=768, max_position_embeddings=positions, **shape)
-            model = (ElectraForPreTraining if kind == "discriminator" else ElectraForMaskedLM)(config)
+    config = ElectraConfig(vocab_size=vocab, embedding_size=768, max_position_embeddings=positions, **shape)
+    with meta:
+        model = (ElectraForPreTraining if kind == "discriminator" else ElectraForMaskedLM)(config)
     e = memory.Encoder.of(model)
     return dataclasses.replace(e, vocab=1) if kind == "discriminator" else e
 

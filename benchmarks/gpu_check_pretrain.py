@@ -91,8 +91,11 @@ def autocast(device: torch.device):
     return torch.autocast("cuda", torch.bfloat16) if device.type == "cuda" else contextlib.nullcontext()
 
 
-def masked_lm(kind: str, hidden: int, layers: int, heads: int, vocab: int, seq_len: int, device: torch.device):
-    shape = dict(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads, intermediate_size=4 * hidden)
+def masked_lm(kind, hidden, layers, heads, vocab, seq_len, device, dropout=0.1, intermediate=None):
+    """A freshly initialised BERT or RoBERTa masked LM of the given shape, built on ``device`` from its config."""
+    inter = intermediate or 4 * hidden
+    shape = dict(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads, intermediate_size=inter)
+    shape.update(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
     if kind == "roberta":
         config = RobertaConfig(vocab_size=vocab, max_position_embeddings=seq_len + 2, **shape)
     else:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import pretrain_fixtures as fx
 import pytest
 import torch
 import torch.nn.functional as F
-from transformers import BertConfig, BertForMaskedLM
 
 from workflow_scripts.distill import losses
 from workflow_scripts.distill.objective import DistillObjective, attention_maps
@@ -54,19 +54,7 @@ def test_default_chunk_holds_a_bounded_number_of_elements():
 
 
 def _bert(layers, hidden, heads, attention, seed):
-    torch.manual_seed(seed)
-    cfg = BertConfig(
-        vocab_size=60,
-        hidden_size=hidden,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        intermediate_size=2 * hidden,
-        max_position_embeddings=16,
-        hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0,
-    )
-    cfg._attn_implementation = attention
-    return BertForMaskedLM(cfg)
+    return fx.tiny_bert(hidden, layers, heads, 60, intermediate=2 * hidden, attention=attention, seed=seed)
 
 
 ATTENTION = LossWeights(mlm=1.0, kl=1.0, cosine=1.0, attention_mse=1.0, attention_kl=1.0)

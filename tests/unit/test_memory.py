@@ -9,7 +9,6 @@ import pretrain_fixtures as fx
 import pytest
 import torch
 import yaml
-from transformers import BertConfig, BertForMaskedLM
 
 from workflow_scripts.config.resources import snakemake_resources
 from workflow_scripts.config.study import load_study
@@ -25,19 +24,7 @@ STUDY_CONFIG = Path(__file__).resolve().parents[2] / "config.yaml"
 
 
 def _model(hidden, layers, vocab, seq_len, dropout):
-    torch.manual_seed(0)
-    cfg = BertConfig(
-        vocab_size=vocab,
-        hidden_size=hidden,
-        num_hidden_layers=layers,
-        num_attention_heads=4,
-        intermediate_size=4 * hidden,
-        max_position_embeddings=seq_len,
-        hidden_dropout_prob=dropout,
-        attention_probs_dropout_prob=dropout,
-    )
-    cfg._attn_implementation = "sdpa"
-    return BertForMaskedLM(cfg)
+    return fx.tiny_bert(hidden, layers, 4, vocab, seq_len=seq_len, dropout=dropout)
 
 
 def measured_step_bytes(model, micro, seq_len, mask_prob=0.15) -> float:
