@@ -6,8 +6,10 @@ Sections, each recorded on its own (one that fails is written down with its erro
   compile      BERT-base at 128, eager against torch.compile: tokens/s, MFU (model.FLOPS_FORMULA), peak memory
   micro_batch  one optimiser step of the per-GPU share (512 x 128): micro-batch 64 with accumulation against auto
   profile      5 steps under torch.profiler: time shares of matrix multiplies, attention, other kernels, idle
-  distill      one ours-distilled-align step (RoBERTa-large teacher, RoBERTa-base student, kl all, 512)
-  data_path    the pretraining CLI at world size 1 with prefetch on and off (skipped where there is no prefetch)
+  distill      ours-distilled-align steps (RoBERTa-large teacher, RoBERTa-base student, kl all, 512) at the
+               recipe's former micro-batch 64 and at auto's, peak memory against the estimate
+  data_path    the pretraining CLI at world size 1 with prefetch off and on (the serial path alone where the
+               settings have no prefetch yet)
 
 Models are built from configs (no download) with random weights; batches are random token ids with a fixed
 number of masked positions. Writes gpu_check_pretrain.json into --out-dir ($OUT when set, else
@@ -62,14 +64,15 @@ class Shapes:
     distill_vocab: int
     distill_seq_len: int
     distill_micro: int
+    distill_share: int  # sequences per GPU per step (8,192 over 8 GPUs)
     steps: int
     warmup: int
     profiled: int
     backend: str
 
 
-GPU = Shapes(768, 12, 12, 30522, 128, 256, 512, 64, (1024, 24, 16), 50265, 512, 64, 20, 3, 5, "inductor")
-SMOKE = Shapes(64, 2, 4, 500, 32, 4, 8, 2, (96, 3, 4), 600, 32, 2, 1, 1, 1, "eager")
+GPU = Shapes(768, 12, 12, 30522, 128, 256, 512, 64, (1024, 24, 16), 50265, 512, 64, 1024, 20, 3, 5, "inductor")
+SMOKE = Shapes(64, 2, 4, 500, 32, 4, 8, 2, (96, 3, 4), 600, 32, 2, 4, 1, 1, 1, "eager")
 
 
 def sync(device: torch.device) -> None:
@@ -160,7 +163,7 @@ def section_compile(sh: Shapes, device: torch.device) -> dict:
 def section_micro_batch(sh: Shapes, device: torch.device) -> dict:
     model = masked_lm("bert", sh.hidden, sh.layers, sh.heads, sh.vocab, sh.seq_len, device)
     objective, flops = MLMObjective(model), train_flops_per_token(model, sh.seq_len, MASK)
-    total = torch.cuda.get_device_properties(device).total_memory / 1e9 if device.type == "cuda" else 80.0
+    total = card_gb(device)
     estimate = memory.mlm_estimate(model, PretrainSettings(), device)
     auto = memory.auto_micro_batch(lambda m: estimate(m, sh.seq_len), sh.share, memory.budget(total))
     out = {"share": sh.share, "seq_len": sh.seq_len, "gpu_memory_gb": total}
@@ -202,7 +205,13 @@ def section_profile(sh: Shapes, device: torch.device) -> dict:
     return out
 
 
+def card_gb(device: torch.device) -> float:
+    """The card's memory; 80 GB (the study's default declaration) on the CPU."""
+    return torch.cuda.get_device_properties(device).total_memory / 1e9 if device.type == "cuda" else 80.0
+
+
 def section_distill(sh: Shapes, device: torch.device) -> dict:
+    """ours-distilled-align's step at the recipe's former micro-batch and at auto's, each against the estimate."""
     hidden, layers, heads = sh.large
     teacher = masked_lm("roberta", hidden, layers, heads, sh.distill_vocab, sh.distill_seq_len, device).eval()
     if device.type == "cuda":
@@ -212,25 +221,29 @@ def section_distill(sh: Shapes, device: torch.device) -> dict:
     layer_map = [round((i + 1) * layers / sh.layers) for i in range(sh.layers)]
     objective = DistillObjective(student, teacher, weights, 2.0, layer_map, lambda: autocast(device))
     estimate = memory.distill_estimate(student, teacher, DistillSettings(), device)
-    args = ((sh.distill_seq_len, sh.distill_vocab), max(sh.steps // 4, 1), 1, device)
-    run = timed_steps(objective, objective.parameters(), sh.distill_micro, 1, *args)
-    flops = objective.flops_per_token(sh.distill_seq_len, MASK)
-    return {
-        "micro": sh.distill_micro,
-        "seq_len": sh.distill_seq_len,
-        "estimated_peak_gb": estimate(sh.distill_micro, sh.distill_seq_len) / memory.GB,
-        "flops_per_token": flops,
-        **with_mfu(run, flops, device),
-    }
+    seq_len = sh.distill_seq_len
+    auto = memory.auto_micro_batch(lambda m: estimate(m, seq_len), sh.distill_share, memory.budget(card_gb(device)))
+    flops = objective.flops_per_token(seq_len, MASK)
+    out = {"seq_len": seq_len, "flops_per_token": flops, "gpu_memory_gb": card_gb(device)}
+    for name, micro in (("paper", sh.distill_micro), ("auto", auto)):
+        args = ((seq_len, sh.distill_vocab), max(sh.steps // 4, 1), 1, device)
+        run = timed_steps(objective, objective.parameters(), micro, 1, *args)
+        out[name] = {
+            "micro": micro,
+            "estimated_peak_gb": estimate(micro, seq_len) / memory.GB,
+            **with_mfu(run, flops, device),
+        }
+        reset_peak(device)
+    return out
 
 
-def data_path(prefetch: bool, sh: Shapes, device: torch.device, work: Path) -> dict:
-    """tokens/s of the pretraining CLI itself (packing excluded) with the given prefetch setting."""
+def data_path(prefetch: bool | None, sh: Shapes, device: torch.device, work: Path) -> dict:
+    """tokens/s of the pretraining CLI itself (packing excluded), with the given prefetch setting (None: unset)."""
     from bench_pretrain import run_ours, synthetic_corpus, wordpiece
 
     corpus = work / "corpus"
     if not corpus.exists():
-        texts = synthetic_corpus(corpus, 400 if sh is SMOKE else 20000)
+        texts = synthetic_corpus(corpus, 200 if sh is SMOKE else 3000)
         wordpiece(work / "vocab", texts, sh.vocab)
     recipe = {
         "architecture": "bert",
@@ -239,16 +252,22 @@ def data_path(prefetch: bool, sh: Shapes, device: torch.device, work: Path) -> d
         "num_heads": sh.heads,
         "batch_size": sh.micro,
         "phases": [{"seq_len": sh.seq_len, "fraction": 1.0}],
-        PREFETCH: prefetch,
+        "compile": False,  # the data path is measured, not compilation
+        **({PREFETCH: prefetch} if prefetch is not None else {}),
     }
-    name = f"prefetch-{prefetch}"
-    return run_ours(work, corpus, work / "vocab", recipe, sh.steps + sh.warmup, sh.warmup, name, device)
+    return run_ours(
+        work, corpus, work / "vocab", recipe, sh.steps + sh.warmup, sh.warmup, f"prefetch-{prefetch}", device
+    )
 
 
 def section_data_path(sh: Shapes, device: torch.device) -> dict:
-    if PREFETCH not in {f.name for f in dataclasses.fields(PretrainSettings)}:
-        return {"skipped": "this checkout's pretraining has no prefetch setting yet"}
+    """The CLI with prefetch off and on; where the settings have no prefetch yet, the serial path alone."""
     with tempfile.TemporaryDirectory() as tmp:
+        if PREFETCH not in {f.name for f in dataclasses.fields(PretrainSettings)}:
+            return {
+                "serial": data_path(None, sh, device, Path(tmp)),
+                "prefetch": "no prefetch setting in this checkout",
+            }
         off, on = (data_path(p, sh, device, Path(tmp)) for p in (False, True))
     return {"prefetch_off": off, "prefetch_on": on, "speedup": on["tokens_per_s"] / off["tokens_per_s"]}
 
