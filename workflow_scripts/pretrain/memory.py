@@ -2,7 +2,7 @@
 
 The estimate counts what a transformers BERT/RoBERTa/ELECTRA layer keeps for its backward
 pass, tensor by tensor, per token (so it is linear in the micro-batch), plus the weights,
-gradients and AdamW state. Under bf16 autocast (the GPU case) the residual stream and
+AdamW state and the gradients alive at the peak. Under bf16 autocast (the GPU case) the residual stream and
 LayerNorms stay fp32 while each Linear saves its own bf16 copy of its input; attention runs
 a fused kernel (flash, memory-efficient or CPU flash) that keeps q, k, v, its output and
 the log-sum-exp, or, where the fused kernel cannot run (CPU with attention dropout), the
