@@ -66,9 +66,11 @@ class _Traffic(TorchDispatchMode):
 
 
 def _bert_base(device: str | torch.device, layers: int = 12):
+    """BERT-base with hidden dropout; attention dropout 0 keeps CPU SDPA on its fused kernel, as a GPU's
+    flash kernel stays with dropout (the CPU's math fallback would add [heads, L, L] traffic no GPU has)."""
     from transformers import BertConfig, BertForMaskedLM
 
-    config = BertConfig(num_hidden_layers=layers, max_position_embeddings=512)
+    config = BertConfig(num_hidden_layers=layers, max_position_embeddings=512, attention_probs_dropout_prob=0.0)
     config._attn_implementation = "sdpa"
     with torch.device(device):
         return BertForMaskedLM(config)
