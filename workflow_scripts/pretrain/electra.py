@@ -23,7 +23,7 @@ from ..errors import PipelineError
 from ..tokenizer import Specials, load_tokenizer
 from .batches import IGNORE_INDEX
 from .loop import EVAL_SEED, NO_HELDOUT, Job, has_heldout, heldout_summary, heldout_sums
-from .model import check_vocab, masked_hidden, train_flops_per_token
+from .model import check_vocab, masked_hidden, matmul_flops_per_token
 from .settings import ElectraSettings, PretrainSettings
 
 GENERATOR_DIR = "generator"
@@ -172,9 +172,15 @@ class ElectraObjective(nn.Module):
         }
 
 
-def flops_fn(discriminator: nn.Module, generator: nn.Module) -> Callable[[int], float]:
+def flops_fn(discriminator: nn.Module, generator: nn.Module, mask_prob: float) -> Callable[[int], float]:
+    """FLOPS_FORMULA for both models: the discriminator's head on every token, the generator's on the masked ones."""
+    disc_head = nn.ModuleList([discriminator.discriminator_predictions])
+    gen_head = nn.ModuleList([generator.generator_predictions, generator.generator_lm_head])
+
     def f(seq_len: int) -> float:
-        return train_flops_per_token(discriminator, seq_len) + train_flops_per_token(generator, seq_len)
+        return matmul_flops_per_token(
+            discriminator.config, discriminator.electra, disc_head, seq_len, 1.0
+        ) + matmul_flops_per_token(generator.config, generator.electra, gen_head, seq_len, mask_prob)
 
     return f
 

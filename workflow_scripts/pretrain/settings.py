@@ -95,11 +95,13 @@ class PretrainSettings:
         default=32,
         metadata={"help": "Global batch in sequences per optimiser step (all processes, all accumulation steps)."},
     )
-    micro_batch_size: int | None = field(
+    micro_batch_size: int | Literal["auto"] | None = field(
         default=None,
         metadata={
             "help": "Sequences per forward pass per process; gradient accumulation makes up the "
-            "global batch. Default: the whole per-process share."
+            "global batch. auto: the largest divisor of the per-process share whose estimated "
+            "memory (pretrain/memory.py) fits the GPU memory the job declares (resources: "
+            "gpu_mem_gb). Default: the whole per-process share."
         },
     )
     phases: list[Phase] = field(
@@ -197,9 +199,9 @@ class PretrainSettings:
             (self.max_steps > 0, "max_steps", "must be positive"),
             (self.batch_size > 0, "batch_size", "must be positive"),
             (
-                self.micro_batch_size is None or 0 < self.micro_batch_size <= self.batch_size,
+                self.micro_batch_size in (None, "auto") or 0 < self.micro_batch_size <= self.batch_size,
                 "micro_batch_size",
-                "must be between 1 and batch_size",
+                "must be auto or between 1 and batch_size",
             ),
             (bool(self.phases), "phases", "give at least one phase"),
             (all(p.seq_len >= 8 for p in self.phases), "phases", "seq_len must be at least 8"),
