@@ -38,6 +38,7 @@ OPERATIONAL = {
     "num_threads",
     "export_checkpoints",
     "compile",
+    "prefetch",
     "peak_tflops",
 }
 

@@ -46,7 +46,7 @@ from .batches import BatchBuilder, StepBatch, mask_rows, prefetched
 from .data import PackedCorpus
 from .dist import Dist
 from .masking import step_generator
-from .model import MLMObjective
+from .model import FLOPS_FORMULA, MLMObjective
 from .settings import PretrainSettings
 from .step import TrainStep
 
@@ -137,6 +137,8 @@ class _Meter:
         self.job, self.trainer = job, trainer
         self.log = _Log(job.state_dir / "train_log.jsonl", start, job.dist.main)
         self.peak = peak_tflops(job.settings, job.dist.device)
+        if self.peak and job.dist.main:
+            log.info("mfu = flops_per_token x tokens/s / (%.0f TFLOP/s x GPUs); %s", self.peak, FLOPS_FORMULA)
         self.steps, self.tokens, self.masked, self.t_last = 0, 0, 0, time.perf_counter()
         self.logged = False  # whether the last recorded step wrote a log line
         self.bar = progress("training", total=job.settings.max_steps, unit="steps") if job.dist.main else None
@@ -170,6 +172,7 @@ class _Meter:
             "lr": lr,
             "grad_norm": None if grad_norm is None else float(grad_norm),
             "tokens_per_s": tps,
+            "flops_per_token": flops,
             "mfu": (flops * tps / (self.peak * 1e12 * d.world)) if self.peak else None,
             "memory_mb": memory_mb(d.device),
             "time": time.time(),
@@ -231,6 +234,13 @@ def _sigterm_flag() -> Iterator[dict[str, bool]]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def _batches(builder: BatchBuilder, start: int, s: PretrainSettings) -> Iterator[StepBatch]:
+    """The steps' batches, built ahead on a thread or, with ``prefetch: false``, in series."""
+    if s.prefetch:
+        return prefetched(builder, start, s.max_steps)
+    return (builder(step) for step in range(start, s.max_steps))
+
+
 def train(job: Job, stop_after: int | None = None) -> dict[str, Any] | None:
     """Train to ``max_steps`` (resuming from the latest checkpoint); return the summary.
 
@@ -283,7 +293,7 @@ def _run(
     s, d = job.settings, job.dist
     meter = _Meter(job, trainer, start)
     try:
-        with _sigterm_flag() as term, contextlib.closing(prefetched(builder, start, s.max_steps)) as batches:
+        with _sigterm_flag() as term, contextlib.closing(_batches(builder, start, s)) as batches:
             for batch in batches:
                 grad_norm, lr = trainer(batch, norms_of(s, batch.seq_len, d.world))
                 meter.record(batch, grad_norm, lr)

@@ -143,6 +143,10 @@ class PretrainSettings:
         default="auto",
         metadata={"help": "Wrap the training objective in torch.compile; auto: on CUDA devices, not on the CPU."},
     )
+    prefetch: bool = field(
+        default=True,
+        metadata={"help": "Build the next step's batch on a background thread while this one trains (off: in series)."},
+    )
     attention: Literal["sdpa", "eager"] = field(
         default="sdpa",
         metadata={"help": "Attention kernel: PyTorch scaled-dot-product attention or the eager reference."},
