@@ -17,9 +17,18 @@ per token of the stage's outputs (tokens counted with the trained vocabulary on 
 of the corpus and scaled by its bytes). Rates are per CPU second: on a shared machine wall
 time says more about the neighbours than about the code.
 
+``--training-step`` measures instead the training side of the data path: the CPU time one
+process spends building its share of a step (blocks read from memory-mapped shards,
+masked, cut into micro-batches) at the paper's per-process shapes on one thread, with the
+reference (every process draws the whole global batch from one generator, as the code did
+before rank-local draws) beside the rank-local counter-based draw; and the wall time per step
+with a simulated compute of the same length, built in series against prefetched on a
+background thread.
+
 Usage: nice -n 10 python benchmarks/bench_datapath.py [--sizes 100000 300000] [--per-file 25000]
            [--cores 2] [--out benchmarks/results/datapath.json] [--merge]
        python benchmarks/bench_datapath.py --project benchmarks/results/datapath.json
+       python benchmarks/bench_datapath.py --training-step [--out benchmarks/results/datapath_step.json]
 """
 
 from __future__ import annotations
@@ -37,10 +46,17 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+import torch
 import yaml
 from bench_medline_parse import make_file
 
 from workflow_scripts.config import plan
+from workflow_scripts.pretrain.batches import BatchBuilder, fixed_predictions, phase_of, prefetched
+from workflow_scripts.pretrain.data import PackedCorpus
+from workflow_scripts.pretrain.masking import MaskDraws, apply_mask
+from workflow_scripts.pretrain.settings import Phase, PretrainSettings
+from workflow_scripts.tokenizer import Specials
 
 ROOT = Path(__file__).resolve().parents[1]
 FIRST_PMID = 20000000
@@ -447,6 +463,131 @@ def report(result: dict) -> str:
     return "\n\n".join([stage_table(result), project(result, packings), "Packings of config.yaml:\n" + listing])
 
 
+# (rows per process, block length, shards, processes): PubMedBERT phase 1, ELECTRA, Lewis et al.
+STEP_SHAPES = ((512, 128, 256, 16), (64, 512, 800, 16), (512, 512, 800, 16))
+STEP_VOCAB = 50_265
+
+
+def synthetic_shards(root: Path, shards: int, seq_len: int, rows_per_shard: int) -> list[Path]:
+    """Packed shards in the pack stage's format, random tokens and flags with a special at both ends."""
+    rng = np.random.default_rng(0)
+    dirs = []
+    for k in range(shards):
+        d = root / f"L{seq_len}-{shards}" / f"shard~{k}"
+        d.mkdir(parents=True, exist_ok=True)
+        toks = rng.integers(5, STEP_VOCAB, (rows_per_shard, seq_len), dtype=np.uint16)
+        flags = (rng.random((rows_per_shard, seq_len)) < 0.7).astype(np.uint8)
+        flags[:, 0] = flags[:, -1] = 2
+        toks.tofile(d / "train.tokens.bin")
+        flags.tofile(d / "train.flags.bin")
+        meta = {"seq_len": seq_len, "dtype": "uint16", "blocks": {"train": rows_per_shard, "heldout": 0}}
+        (d / "meta.json").write_text(json.dumps(meta))
+        dirs.append(d)
+    return dirs
+
+
+def reference_step(builder, step: int, world: int):
+    """Before the change: every process draws the whole global batch from one generator and keeps its rows."""
+    s = builder.s
+    phase, in_phase = phase_of(builder.steps_per_phase, step)
+    data, L, B = builder.phases[phase], builder.phases[phase].seq_len, builder.share * world
+    toks, flags = data.take(builder.orders[phase].indices(in_phase * B + builder.rank * builder.share, builder.share))
+    mixed = int(np.random.SeedSequence([s.seed, phase, step]).generate_state(1, dtype=np.uint64)[0])
+    gen = torch.Generator().manual_seed(mixed)
+    whole = (
+        torch.rand(B, L, generator=gen),
+        torch.rand(B, L, generator=gen),
+        torch.randint(STEP_VOCAB, (B, L), generator=gen),
+    )
+    rows = slice(builder.rank * builder.share, (builder.rank + 1) * builder.share)
+    ids = torch.from_numpy(toks)
+    masked, selected = apply_mask(
+        ids, torch.from_numpy(flags), MaskDraws(*(t[rows] for t in whole)), mask_prob=0.15, mask_id=4
+    )
+    return [
+        (
+            masked[k : k + builder.micro],
+            *fixed_predictions(selected[k : k + builder.micro], ids[k : k + builder.micro], None),
+        )
+        for k in range(0, builder.share, builder.micro)
+    ]
+
+
+def cpu_ms(fn, steps: range) -> float:
+    fn(steps[0])  # page the first blocks in
+    t = time.process_time()
+    for step in steps[1:]:
+        fn(step)
+    return 1000 * (time.process_time() - t) / (len(steps) - 1)
+
+
+def wall_ms_per_step(batches, compute_s: float) -> float:
+    t, n = time.perf_counter(), 0
+    for _ in batches:
+        time.sleep(compute_s)  # the GPU computing while the host thread waits for it
+        n += 1
+    return 1000 * (time.perf_counter() - t) / n
+
+
+def overlap(build, steps: range) -> dict[str, float]:
+    """Wall ms per step: the data alone, then with a compute as long as the data, in series and prefetched
+    (best of three, on blocks already in the page cache)."""
+    for step in steps:
+        build(step)
+    data = min(wall_ms_per_step((build(k) for k in steps), 0.0) for _ in range(3))
+    serial = min(wall_ms_per_step((build(k) for k in steps), data / 1000) for _ in range(3))
+    ahead = min(wall_ms_per_step(prefetched(build, steps.start, steps.stop), data / 1000) for _ in range(3))
+    return {"data_wall_ms": data, "compute_ms": data, "serial_wall_ms": serial, "prefetched_wall_ms": ahead}
+
+
+def training_step(out: Path, work: Path) -> dict:
+    torch.set_num_threads(1)
+    specials = Specials(cls=2, sep=3, mask=4, pad=0, vocab_size=STEP_VOCAB)
+    rows_out = []
+    for share, L, shards, world in STEP_SHAPES:
+        corpus = PackedCorpus(synthetic_shards(work, shards, L, max(64, 4 * share * world // shards)), "train")
+        s = PretrainSettings(batch_size=share * world, phases=[Phase(L, 1.0)], max_steps=100)
+        build = BatchBuilder(s, [corpus], specials, world - 1, share, min(share, 64))
+        ref_ms = cpu_ms(lambda step, b=build, w=world: reference_step(b, step, w), range(6))
+        new_ms = cpu_ms(build, range(6))
+        row = {
+            "rows": share,
+            "seq_len": L,
+            "shards": shards,
+            "processes": world,
+            "reference_cpu_ms": ref_ms,
+            "rank_local_cpu_ms": new_ms,
+            **overlap(build, range(10, 20)),
+        }
+        rows_out.append(row)
+        print(json.dumps(row), flush=True)
+    result = {
+        "benchmark": "datapath_step",
+        "host": platform.node(),
+        "cpus": os.cpu_count(),
+        "threads": 1,
+        "load_average_at_end": os.getloadavg(),
+        "shapes": rows_out,
+    }
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    return result
+
+
+def step_table(result: dict) -> str:
+    lines = [
+        "| rows x length per process | shards | reference CPU ms | rank-local CPU ms | data wall ms | "
+        "compute ms (simulated) | serial wall ms | prefetched wall ms |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in result["shapes"]:
+        lines.append(
+            f"| {r['rows']} x {r['seq_len']} | {r['shards']} | {r['reference_cpu_ms']:.1f} | "
+            f"{r['rank_local_cpu_ms']:.1f} | {r['data_wall_ms']:.1f} | {r['compute_ms']:.1f} | "
+            f"{r['serial_wall_ms']:.1f} | {r['prefetched_wall_ms']:.1f} |"
+        )
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 300_000])
@@ -460,7 +601,13 @@ def main() -> None:
         help="keep the runs of other sizes already in --out (same generator, same --per-file)",
     )
     ap.add_argument("--project", type=Path, help="print the projection table of a result file and stop")
+    ap.add_argument("--training-step", action="store_true", help="measure a training step's batch instead (see above)")
     args = ap.parse_args()
+    if args.training_step:
+        out = args.out if "--out" in sys.argv else args.out.with_name("datapath_step.json")
+        with tempfile.TemporaryDirectory(prefix="bench_step.", dir=args.work) as work:
+            print(step_table(training_step(out, Path(work))))
+        return
     if args.project:
         result = json.loads(args.project.read_text())
         print(report(result))

@@ -24,13 +24,13 @@ Compared for every model x sequence length:
 The first ``--warmup`` steps of every run are excluded from the timing. On GPU the batch is
 ``--tokens-per-batch`` tokens (default 32768: 256 sequences at 128, 64 at 512).
 
-FLOPs (written into the result): ``model_flops_per_token = 6 N + 12 L h s`` with N the
-parameters without the input embedding (the tied output decoder is therefore not counted),
-L layers, h hidden size, s sequence length (forward + backward attention scores, PaLM appendix
-B); this is the formula our train_log's ``mfu`` uses, and it is the same for every contender, so
-MFU ratios equal tokens/s ratios. ``mfu_executed`` adds the output projection where it is
-actually run, 6 h V per predicted position: ``mask_prob`` of the positions for ours, all of them
-for Trainer and the loop. MFU divides by the device's dense bf16 peak (H100 and H200: 989
+FLOPs (written into the result): ``model_flops_per_token = 6 W_enc + 12 L h s`` with W_enc
+the encoder's Linear weights, L layers, h hidden size, s sequence length (forward + backward
+attention scores, PaLM appendix B): the pipeline's formula (``model.FLOPS_FORMULA``) without
+its head term, the same for every contender, so MFU ratios equal tokens/s ratios.
+``mfu_executed`` adds the output head where it is actually run, 6 W_head per predicted
+position: ``mask_prob`` of the positions for ours (the pipeline's train log ``mfu``), all of
+them for Trainer and the loop. MFU divides by the device's dense bf16 peak (H100 and H200: 989
 TFLOP/s), looked up from ``torch.cuda.get_device_name``; ``--peak-tflops`` overrides it (on CPU
 there is none unless given). The corpus is synthetic (Zipf-distributed pseudo-words), so the
 vocabulary has a long tail as on PubMed.
@@ -65,7 +65,7 @@ from workflow_scripts.pack.index import read_index
 from workflow_scripts.pretrain import pretrain as pretrain_cli
 from workflow_scripts.pretrain.data import PackedBlocks
 from workflow_scripts.pretrain.loop import peak_tflops
-from workflow_scripts.pretrain.model import build_model, non_embedding_params, train_flops_per_token
+from workflow_scripts.pretrain.model import build_model, linear_weights, mlm_parts, train_flops_per_token
 from workflow_scripts.pretrain.settings import PretrainSettings
 from workflow_scripts.typed import parse
 
@@ -413,7 +413,8 @@ def bench_one(
             flush=True,
         )
     model = build_model(s, tokenizer, seq_len)
-    flops, head = train_flops_per_token(model, seq_len), 6 * model.config.hidden_size * model.config.vocab_size
+    encoder, head_module = mlm_parts(model)
+    flops, head = train_flops_per_token(model, seq_len, 0.0), 6 * linear_weights(head_module)
     result = {
         "model": model_name,
         "seq_len": seq_len,
@@ -421,7 +422,7 @@ def bench_one(
         "tokens_per_step": batch * seq_len,
         "precision": precision,
         "parameters": sum(p.numel() for p in model.parameters()),
-        "non_embedding_parameters": non_embedding_params(model),
+        "encoder_linear_weights": linear_weights(encoder),
         "vocab_size": model.config.vocab_size,
         "model_flops_per_token": flops,
         "head_flops_per_predicted_token": head,
@@ -434,11 +435,11 @@ def bench_one(
 
 
 FORMULAS = {
-    "model_flops_per_token": "6 * non_embedding_parameters + 12 * layers * hidden * seq_len (same for every contender)",
+    "model_flops_per_token": "6 * encoder_linear_weights + 12 * layers * hidden * seq_len (same for every contender)",
     "mfu": "median_tokens_per_s * model_flops_per_token / peak",
     "mfu_executed": "median_tokens_per_s * (model_flops_per_token + head_flops_per_predicted_token * f) / peak, "
     "f = mask_prob for ours (head on masked positions only), 1 for trainer and loop (head on every position)",
-    "head_flops_per_predicted_token": "6 * hidden * vocab_size",
+    "head_flops_per_predicted_token": "6 * head_linear_weights (hidden * hidden + hidden * vocab_size)",
 }
 
 

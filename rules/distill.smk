@@ -19,6 +19,8 @@ rule distill:
         launch=lambda wildcards, threads, resources: launcher(
             resources, threads, "distill"
         ),
+        # read from resources, so that a new value changes the micro-batch without rerunning the model
+        gpu_mem=lambda wildcards, resources: resources.gpu_mem_gb,
         packed=packed_args,
         teacher=lambda wildcards: plan.model_dir(
             STUDY, STUDY.models[wildcards.model].teacher
@@ -26,5 +28,6 @@ rule distill:
         init=lambda wildcards: plan.model_source_args(STUDY, wildcards.model),
     shell:
         "{params.launch} -m workflow_scripts.distill.distill --settings {input.settings}"
+        " --gpu-mem-gb {params.gpu_mem}"
         " --teacher {params.teacher} {params.packed} {params.init}"
         " --out results/distill/{wildcards.model} 2> {log}"

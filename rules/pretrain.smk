@@ -36,8 +36,11 @@ rule pretrain:
         launch=lambda wildcards, threads, resources: launcher(
             resources, threads, "pretrain"
         ),
+        # read from resources, so that a new value changes the micro-batch without rerunning the model
+        gpu_mem=lambda wildcards, resources: resources.gpu_mem_gb,
         packed=packed_args,
         source=lambda wildcards: plan.model_source_args(STUDY, wildcards.model),
     shell:
         "{params.launch} -m workflow_scripts.pretrain.pretrain --settings {input.settings}"
+        " --gpu-mem-gb {params.gpu_mem}"
         " {params.packed} {params.source} --out results/pretrain/{wildcards.model} 2> {log}"

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import torch
 import yaml
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
-from transformers import PreTrainedTokenizerFast
+from transformers import BertConfig, BertForMaskedLM, PreTrainedTokenizerFast
 
 from workflow_scripts.pack import pack as pack_cli
 from workflow_scripts.pack.index import build_index
@@ -212,3 +213,31 @@ def pack(corpus: Path, tokenizer: Path, root: Path, seq_len: int = 32, heldout_f
         )
     build_index(corpus.name, dirs, base / "index.json")
     return base / "index.json"
+
+
+def tiny_bert(
+    hidden: int,
+    layers: int,
+    heads: int,
+    vocab: int,
+    *,
+    seq_len: int = 16,
+    intermediate: int | None = None,
+    dropout: float = 0.0,
+    attention: str = "sdpa",
+    seed: int = 0,
+):
+    """A freshly initialised BertForMaskedLM of the given shape (seeded), built from its config."""
+    torch.manual_seed(seed)
+    cfg = BertConfig(
+        vocab_size=vocab,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=intermediate or 4 * hidden,
+        max_position_embeddings=seq_len,
+        hidden_dropout_prob=dropout,
+        attention_probs_dropout_prob=dropout,
+    )
+    cfg._attn_implementation = attention
+    return BertForMaskedLM(cfg)

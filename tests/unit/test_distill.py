@@ -114,21 +114,7 @@ def test_teacher_layer_selection():
 
 
 def _tiny_teacher(layers=4, hidden=32, heads=4):
-    from transformers import BertConfig, BertForMaskedLM
-
-    torch.manual_seed(0)
-    cfg = BertConfig(
-        vocab_size=50,
-        hidden_size=hidden,
-        num_hidden_layers=layers,
-        num_attention_heads=heads,
-        intermediate_size=4 * hidden,
-        max_position_embeddings=16,
-        hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0,
-    )
-    cfg._attn_implementation = "eager"
-    return BertForMaskedLM(cfg).eval()
+    return fx.tiny_bert(hidden, layers, heads, 50, attention="eager").eval()
 
 
 def test_student_from_teacher_layers_copies_those_layers():
@@ -173,20 +159,7 @@ def test_a_student_identical_to_its_teacher_has_zero_teacher_terms():
 
 def test_weights_and_projection_combine_terms():
     teacher = _tiny_teacher(layers=4, hidden=32)
-    from transformers import BertConfig, BertForMaskedLM
-
-    cfg = BertConfig(
-        vocab_size=50,
-        hidden_size=16,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        intermediate_size=64,
-        max_position_embeddings=16,
-        hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0,
-    )
-    cfg._attn_implementation = "eager"
-    student = BertForMaskedLM(cfg).eval()
+    student = fx.tiny_bert(16, 2, 4, 50, attention="eager", seed=1).eval()
     weights = LossWeights(mlm=2.0, kl=5.0, cosine=1.0, hidden_mse=0.5, attention_kl=3.0, embedding_mse=0.1)
     objective = DistillObjective(student, teacher, weights, 2.0, [2, 4])
     assert objective.proj.weight.shape == (32, 16) and objective.embedding_proj.weight.shape == (32, 16)

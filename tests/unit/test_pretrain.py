@@ -219,6 +219,16 @@ def test_stopped_run_resumes_to_the_same_weights(base, tmp_path):
     assert [r["step"] for r in _log(part)] == [r["step"] for r in _log(full)]
 
 
+def test_batches_built_in_series_train_the_weights_prefetched_ones_do(base, tmp_path):
+    common = dict(max_steps=12, checkpoint_every=100, dropout=0.1)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    ahead = _pretrain(base, tmp_path / "a", "ahead", **common)
+    serial = _pretrain(base, tmp_path / "b", "serial", prefetch=False, **common)
+    a, b = load_file(ahead / "model.safetensors"), load_file(serial / "model.safetensors")
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
 def test_sigterm_checkpoints_and_the_rerun_resumes(base, tmp_path):
     settings = fx.write_settings(tmp_path / "s.yaml", "sig", max_steps=3000, checkpoint_every=100000, log_every=1)
     out = tmp_path / "sig"

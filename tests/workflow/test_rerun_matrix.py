@@ -140,6 +140,7 @@ MATRIX: list[tuple[str, Callable[[dict], None], dict[str, int]]] = [
         {"download_task_file": 3, "task_settings": 1, "prepare_task": 1, **_runs(MODELS), **REPORT},
     ),
     ("a job size in resources:", _set("resources.finetune", {"mem_mb": 3000, "runtime": 45, "threads": 2}), {}),
+    ("the CPU numerics pins", _set("numerics", {"cpu": "avx2", "deterministic": True}), {}),
 ]
 
 

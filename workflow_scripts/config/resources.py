@@ -45,9 +45,13 @@ class JobResources:
         "Nodes of the job; more than 1 runs one torchrun per node through srun (the GPUs split evenly).",
         default=1,
     )
+    gpu_mem_gb: int = _help(
+        "Memory of each of the job's GPUs in GB: pretraining and distillation with micro_batch_size: auto fill it.",
+        default=80,
+    )
 
     def validate(self, where: str) -> None:
-        for name in ("threads", "mem_mb", "runtime", "nodes"):
+        for name in ("threads", "mem_mb", "runtime", "nodes", "gpu_mem_gb"):
             if getattr(self, name) < 1:
                 raise PipelineError(f"{where}.{name}: must be at least 1, got {getattr(self, name)}")
         if self.gpu < 0:
@@ -73,7 +77,7 @@ def snakemake_resources(res: JobResources, multi_node_keys: bool) -> dict[str, A
     span nodes), `tasks` = nodes and `tasks_per_gpu: 0` (no --ntasks-per-gpu); the same keys
     with `mpi` empty leave a one-node job of that rule as it would be without them.
     """
-    out: dict[str, Any] = {"mem_mb": res.mem_mb, "gpu": res.gpu, "nodes": res.nodes}
+    out: dict[str, Any] = {"mem_mb": res.mem_mb, "gpu": res.gpu, "nodes": res.nodes, "gpu_mem_gb": res.gpu_mem_gb}
     if multi_node_keys:
         out.update(mpi="srun" if res.nodes > 1 else "", tasks=res.nodes, tasks_per_gpu=0)
     return out

@@ -24,9 +24,10 @@ from .. import optim, provenance
 from ..cli import run
 from ..errors import PipelineError
 from ..pretrain import dist as distributed
-from ..pretrain.engine import add_data_arguments, data_inputs, execute, flops_fn, open_data, resume_digest, training_key
+from ..pretrain import memory
+from ..pretrain.engine import add_data_arguments, data_inputs, execute, open_data, resume_digest, training_key
 from ..pretrain.loop import Job
-from ..pretrain.model import MLMObjective, build_model, check_vocab, load_pretrained
+from ..pretrain.model import MLMObjective, build_model, check_vocab, flops_record, load_pretrained, mlm_flops_fn
 from ..typed import load_settings, to_dict
 from .objective import DistillObjective
 from .settings import DistillModelSettings, DistillSettings
@@ -42,6 +43,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add_data_arguments(ap)
     ap.add_argument("--init", help="student checkpoint directory for student.init: model")
     ap.add_argument("--out", required=True, help="output student directory")
+    memory.add_gpu_memory_argument(ap)
     ap.add_argument("--stop-after", type=int, default=None, help=argparse.SUPPRESS)
     return ap.parse_args(argv)
 
@@ -76,21 +78,18 @@ def main(argv: Sequence[str] | None = None) -> None:
         out = Path(args.out)
         terms = s.loss.teacher_terms()
         needs_attention = any(k in terms for k in ("attention_mse", "attention_kl"))
-        attention = "eager" if needs_attention else s.attention  # attention maps need the eager kernel
-        teacher, tokenizer = load_pretrained(args.teacher, "--teacher", attention)
+        teacher, tokenizer = load_pretrained(args.teacher, "--teacher", s.attention)
         freeze(teacher)
         max_len = max(p.seq_len for p in s.phases)
         student, init_info = make_student(s, teacher, tokenizer, args.init, where, max_len)
         check_vocab(student, tokenizer, args.teacher)
         check_embedding_rows(teacher, student, f"{args.teacher} vs the student")
-        if needs_attention:
-            student.set_attn_implementation("eager")
-            if student.config.num_attention_heads != teacher.config.num_attention_heads:
-                raise PipelineError(
-                    f"{where}.loss: attention terms need equal head counts (student "
-                    f"{student.config.num_attention_heads}, teacher "
-                    f"{teacher.config.num_attention_heads})"
-                )
+        if needs_attention and student.config.num_attention_heads != teacher.config.num_attention_heads:
+            raise PipelineError(
+                f"{where}.loss: attention terms need equal head counts (student "
+                f"{student.config.num_attention_heads}, teacher "
+                f"{teacher.config.num_attention_heads})"
+            )
         mapping = layer_map(student.config.num_hidden_layers, teacher.config.num_hidden_layers, s, where)
         if needs_attention and 0 in mapping:
             raise PipelineError(
@@ -109,6 +108,12 @@ def main(argv: Sequence[str] | None = None) -> None:
             objective = MLMObjective(student)
         data = open_data(args, s, tokenizer, out, d)
         key = training_key(s, data.keys, student, {"teacher": args.teacher, "init": args.init, "student": init_info})
+        estimate = (
+            memory.distill_estimate(student, teacher, s, d.device)
+            if terms
+            else memory.mlm_estimate(student, s, d.device)
+        )
+        s = memory.resolve_micro_batch(s, d.world, estimate, args.gpu_mem_gb)
         job = Job(
             settings=s,
             objective=objective,
@@ -118,7 +123,11 @@ def main(argv: Sequence[str] | None = None) -> None:
             heldout=data.heldout,
             state_dir=out / "training_state",
             digest=resume_digest(out / "training_state", key, d),
-            flops_per_token=flops_fn(student, teacher if terms else None),
+            flops_per_token=(
+                functools.partial(objective.flops_per_token, mask_prob=s.mask_prob)
+                if terms
+                else mlm_flops_fn(student, s.mask_prob)
+            ),
             dist=d,
         )
         inputs = {
@@ -143,13 +152,15 @@ def main(argv: Sequence[str] | None = None) -> None:
                 "control": not terms,
             },
             "model": {"parameters": sum(p.numel() for p in student.parameters()), "config": student.config.to_dict()},
+            "micro_batch_size": s.micro_batch_size,
+            "flops": flops_record(job.flops_per_token, [p.seq_len for p in s.phases]),
         }
         execute(
             job,
             out,
             step="distill",
             inputs=inputs,
-            params={"name": entry.name, "distill": to_dict(s)},
+            params={"name": entry.name, "distill": to_dict(entry.distill)},
             started=started,
             extra=extra,
             stop_after=args.stop_after,

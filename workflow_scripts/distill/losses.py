@@ -9,18 +9,64 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-
-def kl_logits(student: torch.Tensor, teacher: torch.Tensor, temperature: float) -> torch.Tensor:
-    """T^2 * sum_i KL(softmax(t_i/T) || softmax(s_i/T)) (Hinton et al.; DistilBERT)."""
-    t = F.log_softmax(teacher.float() / temperature, dim=-1)
-    s = F.log_softmax(student.float() / temperature, dim=-1)
-    return (t.exp() * (t - s)).sum() * temperature**2
+# fp32 elements of one chunk of [rows, V] (64 MiB): bounds the transient memory of the output terms
+CHUNK_ELEMENTS = 1 << 24
 
 
-def soft_cross_entropy(student: torch.Tensor, teacher: torch.Tensor, temperature: float) -> torch.Tensor:
-    """sum_i -sum_v softmax(t_i/T)_v log softmax(s_i/T)_v (TinyBERT's prediction-layer loss)."""
-    p = F.softmax(teacher.float() / temperature, dim=-1)
-    return -(p * F.log_softmax(student.float() / temperature, dim=-1)).sum()
+def chunk_rows(vocab: int, elements: int | None = None) -> int:
+    return max(1, (elements or CHUNK_ELEMENTS) // max(vocab, 1))
+
+
+class _ChunkedSoftTargets(torch.autograd.Function):
+    """sum over rows of a soft-target loss between student and teacher logits, a chunk of rows at a time.
+
+    Each chunk is upcast to fp32, reduced and freed, in the forward pass and again in the
+    backward pass (which recomputes the softmaxes instead of saving them), so no [N, V] fp32
+    tensor ever exists: the logits themselves (any dtype) and the student's gradient (the
+    student logits' dtype) are the only full-size tensors. ``kind`` is "kl" (KL(t || s),
+    times T^2) or "soft_ce" (-sum p_t log p_s); both have the gradient
+    scale * (softmax(s/T) - softmax(t/T)) with scale T for kl and 1/T for soft_ce.
+    """
+
+    @staticmethod
+    def forward(ctx, student, teacher, temperature: float, kind: str, rows: int):
+        ctx.save_for_backward(student, teacher)
+        ctx.temperature, ctx.kind, ctx.rows = temperature, kind, rows
+        total = student.new_zeros((), dtype=torch.float32)
+        for start in range(0, student.shape[0], rows):
+            s = F.log_softmax(student[start : start + rows].float() / temperature, dim=-1)
+            t = F.log_softmax(teacher[start : start + rows].float() / temperature, dim=-1)
+            part = (t.exp() * (t - s)).sum() if kind == "kl" else -(t.exp() * s).sum()
+            total = total + part
+        return total * temperature**2 if kind == "kl" else total
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        student, teacher = ctx.saved_tensors
+        T, rows = ctx.temperature, ctx.rows
+        scale = grad_out * (T if ctx.kind == "kl" else 1 / T)
+        grad = torch.empty_like(student)
+        for start in range(0, student.shape[0], rows):
+            p_s = F.softmax(student[start : start + rows].float() / T, dim=-1)
+            p_t = F.softmax(teacher[start : start + rows].float() / T, dim=-1)
+            grad[start : start + rows] = ((p_s - p_t) * scale).to(grad.dtype)
+        return grad, None, None, None, None
+
+
+def kl_logits(
+    student: torch.Tensor, teacher: torch.Tensor, temperature: float, rows: int | None = None
+) -> torch.Tensor:
+    """T^2 * sum_i KL(softmax(t_i/T) || softmax(s_i/T)) (Hinton et al.; DistilBERT), in row chunks."""
+    rows = rows or chunk_rows(student.shape[-1])
+    return _ChunkedSoftTargets.apply(student, teacher.detach(), temperature, "kl", rows)
+
+
+def soft_cross_entropy(
+    student: torch.Tensor, teacher: torch.Tensor, temperature: float, rows: int | None = None
+) -> torch.Tensor:
+    """sum_i -sum_v softmax(t_i/T)_v log softmax(s_i/T)_v (TinyBERT's prediction-layer loss), in row chunks."""
+    rows = rows or chunk_rows(student.shape[-1])
+    return _ChunkedSoftTargets.apply(student, teacher.detach(), temperature, "soft_ce", rows)
 
 
 def cosine_distance(student: torch.Tensor, teacher: torch.Tensor) -> torch.Tensor:

@@ -8,11 +8,32 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..pretrain.model import masked_hidden, mlm_parts
+from ..pretrain.model import linear_weights, masked_hidden, matmul_flops_per_token, mlm_parts
 from . import losses
 from .settings import LossWeights
 
 LAYERWISE = ("hidden_mse", "hidden_cosine", "attention_mse", "attention_kl")
+
+
+def attention_maps(
+    model: nn.Module, hidden_states: tuple[torch.Tensor, ...], layers: list[int]
+) -> dict[int, torch.Tensor]:
+    """Attention probabilities [B, heads, L, L] of the given layers (1-based), from their input hidden states.
+
+    The model itself runs its fast attention kernel (SDPA) in every layer; only the mapped layers'
+    maps are formed here, as the eager kernel forms them before dropout, softmax(QK^T / sqrt(d)).
+    Pretraining blocks carry no padding, so there is no attention mask.
+    """
+    encoder = mlm_parts(model)[0].encoder
+    maps = {}
+    for layer in sorted(set(layers)):
+        attn, h = encoder.layer[layer - 1].attention.self, hidden_states[layer - 1]
+        shape = (*h.shape[:-1], -1, attn.attention_head_size)
+        q = attn.query(h).view(shape).transpose(1, 2)
+        k = attn.key(h).view(shape).transpose(1, 2)
+        scores = torch.matmul(q, k.transpose(-1, -2)) * attn.attention_head_size**-0.5
+        maps[layer] = torch.softmax(scores, dim=-1, dtype=torch.float32)
+    return maps
 
 
 class DistillObjective(nn.Module):
@@ -43,8 +64,13 @@ class DistillObjective(nn.Module):
         self.needs_attention = any(k in self.weights for k in ("attention_mse", "attention_kl"))
         self.needs_logits = any(k in self.weights for k in ("kl", "soft_ce"))
 
+    @property
+    def fixed_predictions(self) -> bool:
+        """Padded prediction slots suit every term but kl and soft_ce on masked positions, which would compare them."""
+        return not (self.needs_logits and not self.kl_all)
+
     def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, labels: torch.Tensor, norms: dict[str, float]):
-        flags = {"output_hidden_states": self.needs_hidden, "output_attentions": self.needs_attention}
+        flags = {"output_hidden_states": self.needs_hidden or self.needs_attention}
         s_enc, s_head = mlm_parts(self.model)
         s_out = s_enc(input_ids=input_ids, **flags)
         if self.needs_logits and self.kl_all:  # the head runs once on every position
@@ -69,6 +95,28 @@ class DistillObjective(nn.Module):
         stats["loss"] = loss.detach()
         return loss, stats
 
+    def flops_per_token(self, seq_len: int, mask_prob: float) -> float:
+        """FLOPS_FORMULA for the student's training, the teacher's forward pass and the terms' matmuls."""
+        student, teacher = self.model, self.teacher
+        head_fraction = 1.0 if self.kl_all else mask_prob
+        flops = matmul_flops_per_token(
+            student.config, *mlm_parts(student), seq_len, head_fraction if self.needs_logits else mask_prob
+        )
+        t_enc, t_head = mlm_parts(teacher)
+        flops += matmul_flops_per_token(
+            teacher.config, t_enc, t_head if self.needs_logits else None, seq_len, head_fraction, passes=1
+        )
+        w = self.weights
+        projected = ("cosine" in w) + len(self.layer_map) * sum(k in w for k in ("hidden_mse", "hidden_cosine"))
+        flops += 6 * (
+            projected * linear_weights(self.proj) + ("embedding_mse" in w) * linear_weights(self.embedding_proj)
+        )
+        if self.needs_attention:  # the mapped layers' query and key projections and scores, formed again
+            for model, layers, passes in ((student, len(self.layer_map), 3), (teacher, len(set(self.layer_map)), 1)):
+                h = model.config.hidden_size
+                flops += passes * layers * (2 * 2 * h * h + 2 * h * seq_len)
+        return flops
+
     def _teacher_terms(self, s_out, t_out, s_logits, t_logits, norms) -> dict[str, torch.Tensor]:
         w, T, out = self.weights, self.temperature, {}
         tokens, width = norms["tokens"], self.teacher.config.hidden_size
@@ -84,6 +132,10 @@ class DistillObjective(nn.Module):
                 self.embedding_proj(s_out.hidden_states[0]), t_out.hidden_states[0]
             ) / (tokens * width)
         pairs = list(enumerate(self.layer_map, start=1))
+        if self.needs_attention:
+            with torch.no_grad(), self.teacher_autocast():
+                t_maps = attention_maps(self.teacher, t_out.hidden_states, self.layer_map)
+            s_maps = attention_maps(self.model, s_out.hidden_states, [i for i, _ in pairs])
         if "hidden_mse" in w:
             out["hidden_mse"] = sum(
                 losses.squared_error(self.proj(s_out.hidden_states[i]), t_out.hidden_states[t]) for i, t in pairs
@@ -94,13 +146,13 @@ class DistillObjective(nn.Module):
                 / tokens
             )
         if self.needs_attention:
-            heads, seq = s_out.attentions[0].shape[1], s_out.attentions[0].shape[-1]
+            heads, seq = s_maps[1].shape[1], s_maps[1].shape[-1]
             if "attention_mse" in w:
-                out["attention_mse"] = sum(
-                    losses.squared_error(s_out.attentions[i - 1], t_out.attentions[t - 1]) for i, t in pairs
-                ) / (tokens * heads * seq)
+                out["attention_mse"] = sum(losses.squared_error(s_maps[i], t_maps[t]) for i, t in pairs) / (
+                    tokens * heads * seq
+                )
             if "attention_kl" in w:
-                out["attention_kl"] = sum(
-                    losses.attention_kl(s_out.attentions[i - 1], t_out.attentions[t - 1]) for i, t in pairs
-                ) / (tokens * heads)
+                out["attention_kl"] = sum(losses.attention_kl(s_maps[i], t_maps[t]) for i, t in pairs) / (
+                    tokens * heads
+                )
         return out

@@ -21,8 +21,9 @@ from transformers import ElectraConfig, ElectraForMaskedLM, ElectraForPreTrainin
 
 from ..errors import PipelineError
 from ..tokenizer import Specials, load_tokenizer
+from .batches import IGNORE_INDEX
 from .loop import EVAL_SEED, NO_HELDOUT, Job, has_heldout, heldout_summary, heldout_sums
-from .model import check_vocab, masked_hidden, train_flops_per_token
+from .model import check_vocab, masked_hidden, matmul_flops_per_token
 from .settings import ElectraSettings, PretrainSettings
 
 GENERATOR_DIR = "generator"
@@ -152,9 +153,11 @@ class ElectraObjective(nn.Module):
         logits = gen.generator_lm_head(gen.generator_predictions(masked_hidden(hidden, positions)))
         mlm = F.cross_entropy(logits.float(), labels, reduction="sum") / norms["masked"]
 
-        sampled = sample_tokens(logits, self.settings.sampling, self.sample_with)
+        # padded prediction slots (label IGNORE_INDEX) write back the token already there
+        valid, current = labels != IGNORE_INDEX, input_ids.reshape(-1)[positions]
+        sampled = torch.where(valid, sample_tokens(logits, self.settings.sampling, self.sample_with), current)
         corrupted = input_ids.reshape(-1).index_put((positions,), sampled).view_as(input_ids)
-        original = input_ids.reshape(-1).index_put((positions,), labels).view_as(input_ids)
+        original = input_ids.reshape(-1).index_put((positions,), torch.where(valid, labels, current)).view_as(input_ids)
         replaced = (corrupted != original).float()
         disc_logits = self.discriminator(input_ids=corrupted).logits.float()
         rtd = F.binary_cross_entropy_with_logits(disc_logits, replaced, reduction="sum") / norms["tokens"]
@@ -169,9 +172,15 @@ class ElectraObjective(nn.Module):
         }
 
 
-def flops_fn(discriminator: nn.Module, generator: nn.Module) -> Callable[[int], float]:
+def flops_fn(discriminator: nn.Module, generator: nn.Module, mask_prob: float) -> Callable[[int], float]:
+    """FLOPS_FORMULA for both models: the discriminator's head on every token, the generator's on the masked ones."""
+    disc_head = nn.ModuleList([discriminator.discriminator_predictions])
+    gen_head = nn.ModuleList([generator.generator_predictions, generator.generator_lm_head])
+
     def f(seq_len: int) -> float:
-        return train_flops_per_token(discriminator, seq_len) + train_flops_per_token(generator, seq_len)
+        return matmul_flops_per_token(
+            discriminator.config, discriminator.electra, disc_head, seq_len, 1.0
+        ) + matmul_flops_per_token(generator.config, generator.electra, gen_head, seq_len, mask_prob)
 
     return f
 

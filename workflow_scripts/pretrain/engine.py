@@ -8,7 +8,6 @@ import json
 import logging
 import shutil
 import sys
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ OPERATIONAL = {
     "num_threads",
     "export_checkpoints",
     "compile",
+    "prefetch",
     "peak_tflops",
 }
 
@@ -222,15 +222,3 @@ def _execute(
     )
     log.info("wrote %s (held-out MLM loss %s)", out, result.get("heldout_loss"))
     return result
-
-
-def flops_fn(model: torch.nn.Module, extra_forward: torch.nn.Module | None = None) -> Callable[[int], float]:
-    from .model import train_flops_per_token
-
-    def f(seq_len: int) -> float:
-        flops = train_flops_per_token(model, seq_len)
-        if extra_forward is not None:  # a frozen teacher: forward only, a third of training FLOPs
-            flops += train_flops_per_token(extra_forward, seq_len) / 3
-        return flops
-
-    return f

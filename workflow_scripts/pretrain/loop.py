@@ -1,19 +1,22 @@
 """The training loop shared by pretraining and distillation.
 
 An *objective* is an ``nn.Module`` whose ``forward(input_ids, positions, labels, norms)``
-returns ``(loss, stats)``. ``norms["masked"]`` and ``norms["tokens"]`` are the global
-batch's masked and total token counts divided by the number of processes: a loss summed
-over this micro-batch and divided by them is its share of the global mean (DDP then
-averages over processes). ``stats`` holds detached components normalised the same way,
+returns ``(loss, stats)``. ``positions`` has a fixed length per phase; slots past the
+masked tokens have label ``IGNORE_INDEX`` (an objective that cannot pad sets
+``fixed_predictions = False``). ``norms["masked"]`` and ``norms["tokens"]`` are the global
+batch's expected masked count and its token count divided by the number of processes: a
+loss summed over this micro-batch and divided by them is its share of the step's loss
+(DDP then averages over processes). ``stats`` holds detached components normalised the same way,
 ``stats["loss"]`` the total; other keys are logged as ``loss_<key>``, except rates
-(``*_accuracy``, ``*_fraction``), logged under their own name. The loop owns everything
-else: data order, dynamic masking, gradient accumulation, data parallelism, logging,
-checkpoints, SIGTERM, the held-out evaluation; optimiser, learning-rate curve, mixed
-precision and seeding are the shared recipe of ``workflow_scripts.optim``.
+(``*_accuracy``, ``*_fraction``), logged under their own name. This module orchestrates:
+phases, logging, checkpoints, SIGTERM and the held-out evaluation. What a step trains on
+(data order, dynamic masking, micro-batches) is batches.py; what a step does (forward,
+backward, gradient accumulation, data parallelism, the update) is step.py. Optimiser,
+learning-rate curve, mixed precision and seeding are the shared recipe of ``workflow_scripts.optim``.
 
 The loss of a step is the sum over the global batch's masked tokens divided by their
-number, whatever the split into processes and micro-batches, so 2 processes with batch
-b reach the same weights as 1 process with batch 2b.
+expected number, whatever the split into processes and micro-batches, so 2 processes with
+batch b reach the same weights as 1 process with batch 2b.
 """
 
 from __future__ import annotations
@@ -33,18 +36,19 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-from torch.nn.parallel import DistributedDataParallel
 
 from .. import optim
 from ..errors import PipelineError
 from ..progress import progress
 from ..tokenizer import Specials
 from . import checkpoint as ckpt
-from .data import BlockOrder, PackedCorpus
+from .batches import BatchBuilder, StepBatch, mask_rows, prefetched
+from .data import PackedCorpus
 from .dist import Dist
-from .masking import apply_mask, draw, step_generator
-from .model import MLMObjective
+from .masking import step_generator
+from .model import FLOPS_FORMULA, MLMObjective
 from .settings import PretrainSettings
+from .step import TrainStep
 
 log = logging.getLogger(__name__)
 
@@ -89,23 +93,8 @@ def memory_mb(device: torch.device) -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def to_device(t: torch.Tensor, device: torch.device) -> torch.Tensor:
-    """Copy without waiting for the GPU: pinned memory lets the next step's batch be prepared while it computes."""
-    if device.type != "cuda":
-        return t
-    return t.pin_memory().to(device, non_blocking=True)
-
-
 def log_key(key: str) -> str:
     return key if key == "loss" or key.endswith(("_accuracy", "_fraction")) else f"loss_{key}"
-
-
-def phase_of(steps_per_phase: list[int], step: int) -> tuple[int, int]:
-    for i, n in enumerate(steps_per_phase):
-        if step < n:
-            return i, step
-        step -= n
-    raise ValueError(step)
 
 
 class _Log:
@@ -141,6 +130,117 @@ def _shares(settings: PretrainSettings, world: int) -> tuple[int, int]:
     return share, micro
 
 
+class _Meter:
+    """Throughput, memory and the objective's statistics, written every ``log_every`` steps."""
+
+    def __init__(self, job: Job, trainer: TrainStep, start: int) -> None:
+        self.job, self.trainer = job, trainer
+        self.log = _Log(job.state_dir / "train_log.jsonl", start, job.dist.main)
+        self.peak = peak_tflops(job.settings, job.dist.device)
+        if self.peak and job.dist.main:
+            log.info("mfu = flops_per_token x tokens/s / (%.0f TFLOP/s x GPUs); %s", self.peak, FLOPS_FORMULA)
+        self.steps, self.tokens, self.masked, self.t_last = 0, 0, 0, time.perf_counter()
+        self.logged = False  # whether the last recorded step wrote a log line
+        self.bar = progress("training", total=job.settings.max_steps, unit="steps") if job.dist.main else None
+        if self.bar is not None:
+            self.bar.update(start)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+    def record(self, batch: StepBatch, grad_norm: torch.Tensor | None, lr: float) -> None:
+        s, d = self.job.settings, self.job.dist
+        self.steps += 1
+        self.tokens += s.batch_size * batch.seq_len
+        self.masked += batch.masked
+        done = batch.step + 1
+        if self.bar is not None:
+            self.bar.update(1)
+        self.logged = done % s.log_every == 0 or done == s.max_steps
+        if not self.logged:
+            return
+        sums = {k: d.sum(float(v)) for k, v in sorted(self.trainer.take_stats().items())}
+        tps = self.tokens / (time.perf_counter() - self.t_last)
+        flops = self.job.flops_per_token(batch.seq_len)
+        row = {
+            "step": done,
+            "phase": batch.phase,
+            "seq_len": batch.seq_len,
+            **{log_key(k): v / (d.world * self.steps) for k, v in sums.items()},
+            "masked_fraction": d.sum(self.masked) / self.tokens,
+            "lr": lr,
+            "grad_norm": None if grad_norm is None else float(grad_norm),
+            "tokens_per_s": tps,
+            "flops_per_token": flops,
+            "mfu": (flops * tps / (self.peak * 1e12 * d.world)) if self.peak else None,
+            "memory_mb": memory_mb(d.device),
+            "time": time.time(),
+        }
+        self.log.write(row)
+        if self.bar is not None:
+            self.bar.set_postfix_str(f"loss {row['loss']:.4f} lr {lr:.2e} {tps:,.0f} tok/s")
+        self.steps, self.tokens, self.masked, self.t_last = 0, 0, 0, time.perf_counter()
+
+
+class _Checkpoints:
+    """Resumable checkpoints of the objective, its optimiser and every process's random state."""
+
+    def __init__(self, job: Job, trainer: TrainStep) -> None:
+        self.job, self.trainer = job, trainer
+
+    def resume(self, stop_after: int | None) -> int:
+        """Load the latest checkpoint, if any; return the step to continue from."""
+        job, s = self.job, self.job.settings
+        # dropout and ELECTRA's draws follow the seed also for a loaded model; a resumed run restores its own states
+        optim.seed_everything(s.seed)
+        resumed = ckpt.load_latest(job.state_dir, job.digest, job.dist.rank, self.trainer.objective.state_dict())
+        start = 0
+        if resumed is not None:
+            self.trainer.load_state_dict(resumed.payload)
+            if "rng" in resumed.payload:
+                ckpt.set_rng_state(resumed.payload["rng"])
+            start = resumed.step
+            log.info("resuming from %s (step %d of %d)", resumed.directory, start, s.max_steps)
+        if start >= s.max_steps and stop_after is None:
+            log.info("training already reached max_steps=%d", s.max_steps)
+        return start
+
+    def save(self, step: int, export: bool = True) -> None:
+        job, d = self.job, self.job.dist
+        if d.main:
+            payload = {"step": step, "digest": job.digest, **self.trainer.state_dict()}
+            model = job.model if export and job.settings.export_checkpoints else None
+            ckpt.save_state(job.state_dir, step, payload, model, job.tokenizer)
+        d.barrier()
+        ckpt.save_rng(job.state_dir, step, d.rank)
+        d.barrier()
+        if d.main:
+            ckpt.mark_latest(job.state_dir, step, job.settings.keep_checkpoints)
+
+
+@contextlib.contextmanager
+def _sigterm_flag() -> Iterator[dict[str, bool]]:
+    """A flag set by SIGTERM while the block runs; the previous handler is restored after."""
+    term = {"flag": False}
+
+    def on_term(signum, frame) -> None:
+        term["flag"] = True
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield term
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _batches(builder: BatchBuilder, start: int, s: PretrainSettings) -> Iterator[StepBatch]:
+    """The steps' batches, built ahead on a thread or, with ``prefetch: false``, in series."""
+    if s.prefetch:
+        return prefetched(builder, start, s.max_steps)
+    return (builder(step) for step in range(start, s.max_steps))
+
+
 def train(job: Job, stop_after: int | None = None) -> dict[str, Any] | None:
     """Train to ``max_steps`` (resuming from the latest checkpoint); return the summary.
 
@@ -148,162 +248,70 @@ def train(job: Job, stop_after: int | None = None) -> dict[str, Any] | None:
     total, as a preempted run would. Process 0 holds the training state's lock throughout.
     """
     with ckpt.locked(job.state_dir, job.dist.main):
-        return _train(job, stop_after)
+        s, d = job.settings, job.dist
+        if s.num_threads:
+            torch.set_num_threads(s.num_threads)
+        share, micro = _shares(s, d.world)
+        trainer = TrainStep(job.objective, s, d)
+        saver = _Checkpoints(job, trainer)
+        start = saver.resume(stop_after)
+        trainer.wrap()
+        builder = BatchBuilder(
+            s,
+            job.phases,
+            Specials.of(job.tokenizer, "tokenizer"),
+            d.rank,
+            share,
+            micro,
+            fixed_slots=getattr(job.objective, "fixed_predictions", True),
+            pin=d.device.type == "cuda",
+        )
+        if not _run(job, trainer, builder, saver, start, stop_after):
+            return None
+        result = {"steps": s.max_steps, "world_size": d.world}
+        if d.main:
+            result.update((job.evaluator or evaluate)(job))
+        return result
 
 
-def _train(job: Job, stop_after: int | None) -> dict[str, Any] | None:
+def norms_of(settings: PretrainSettings, seq_len: int, world: int) -> dict[str, float]:
+    """Per-process shares of the step's loss normalisers: the expected masked count (the
+    positions between a block's first and last token, times ``mask_prob``) and the token
+    count. Both are constants of the phase, so no process waits for another to count."""
+    tokens = settings.batch_size * seq_len
+    masked = settings.mask_prob * settings.batch_size * (seq_len - 2)
+    return {"masked": masked / world, "tokens": tokens / world}
+
+
+def _run(
+    job: Job, trainer: TrainStep, builder: BatchBuilder, saver: _Checkpoints, start: int, stop_after: int | None
+) -> bool:
+    """Steps from ``start``: train, log, checkpoint; False when stopped early by ``stop_after``.
+
+    Processes exchange nothing but gradients on most steps: the SIGTERM flag is agreed on
+    at log and checkpoint steps only (every step in a single process)."""
     s, d = job.settings, job.dist
-    if s.num_threads:
-        torch.set_num_threads(s.num_threads)
-    share, micro = _shares(s, d.world)
-    specials = Specials.of(job.tokenizer, "tokenizer")
-    steps_per_phase = s.phase_steps()
-    objective = job.objective.to(d.device)
-    update = optim.updater(
-        objective,
-        lr=s.peak_lr(),
-        weight_decay=s.weight_decay,
-        eps=s.eps,
-        betas=s.betas,
-        total_steps=s.max_steps,
-        warmup_ratio=s.warmup_ratio,
-        precision=s.precision,
-        device=d.device,
-    )
-
-    # dropout and ELECTRA's draws follow the seed also for a loaded model; a resumed run restores its own states
-    optim.seed_everything(s.seed)
-    resumed = ckpt.load_latest(job.state_dir, job.digest, d.rank, objective.state_dict())
-    start = 0
-    if resumed is not None:
-        objective.load_state_dict(resumed.payload["trainable"])
-        update.load_state_dict(resumed.payload)
-        if "rng" in resumed.payload:
-            ckpt.set_rng_state(resumed.payload["rng"])
-        start = resumed.step
-        log.info("resuming from %s (step %d of %d)", resumed.directory, start, s.max_steps)
-    if start >= s.max_steps and stop_after is None:
-        log.info("training already reached max_steps=%d", s.max_steps)
-
-    runner: nn.Module = objective
-    if s.compile:
-        runner = torch.compile(runner)
-    if d.world > 1:
-        runner = DistributedDataParallel(runner, device_ids=[d.local_rank] if d.device.type == "cuda" else None)
-    orders = [BlockOrder(len(p), s.seed, i) for i, p in enumerate(job.phases)]
-    trainlog = _Log(job.state_dir / "train_log.jsonl", start, d.main)
-    peak = peak_tflops(s, d.device)
-
-    def checkpoint(step: int, export: bool = True) -> None:
-        if d.main:
-            payload = {"step": step, "digest": job.digest, "trainable": objective.state_dict(), **update.state_dict()}
-            model = job.model if export and s.export_checkpoints else None
-            ckpt.save_state(job.state_dir, step, payload, model, job.tokenizer)
-        d.barrier()
-        ckpt.save_rng(job.state_dir, step, d.rank)
-        d.barrier()
-        if d.main:
-            ckpt.mark_latest(job.state_dir, step, s.keep_checkpoints)
-
-    term = {"flag": False}
-
-    def on_term(signum, frame) -> None:
-        term["flag"] = True
-
-    previous = signal.signal(signal.SIGTERM, on_term)
-    objective.train()
-    acc: dict[str, torch.Tensor] = {}
-    acc_steps, acc_tokens, t_last = 0, 0, time.perf_counter()
-    bar = progress("training", total=s.max_steps, unit="steps") if d.main else None
-    if bar is not None:
-        bar.update(start)
+    meter = _Meter(job, trainer, start)
     try:
-        for step in range(start, s.max_steps):
-            phase, in_phase = phase_of(steps_per_phase, step)
-            data, order = job.phases[phase], orders[phase]
-            L = data.seq_len
-            first = in_phase * s.batch_size + d.rank * share
-            if (in_phase * s.batch_size) // len(data) != ((in_phase + 1) * s.batch_size - 1) // len(data) and d.main:
-                log.info(
-                    "phase %d: the data wraps into epoch %d at step %d",
-                    phase,
-                    ((in_phase + 1) * s.batch_size - 1) // len(data),
-                    step,
-                )
-            toks, flags = data.take(order.indices(first, share))
-            draws = draw(step_generator(s.seed, phase, step), s.batch_size, L, specials.vocab_size).rows(
-                d.rank * share, (d.rank + 1) * share
-            )
-            input_ids = torch.from_numpy(toks)
-            masked, selected = apply_mask(
-                input_ids,
-                torch.from_numpy(flags),
-                draws,
-                mask_prob=s.mask_prob,
-                mask_id=specials.mask,
-                mask_replace_prob=s.mask_replace_prob,
-                random_replace_prob=s.random_replace_prob,
-                whole_word=s.whole_word_mask,
-            )
-            n_masked = d.sum(float(selected.sum()))
-            norms = {"masked": max(n_masked, 1.0) / d.world, "tokens": s.batch_size * L / d.world}
-            n_micro = share // micro
-            for k in range(n_micro):
-                rows = slice(k * micro, (k + 1) * micro)
-                positions = selected[rows].reshape(-1).nonzero().squeeze(1)
-                labels = input_ids[rows].reshape(-1)[positions]
-                batch = [to_device(t, d.device) for t in (masked[rows], positions, labels)]
-                sync = contextlib.nullcontext() if d.world == 1 or k == n_micro - 1 else runner.no_sync()
-                with sync:
-                    with optim.autocast(d.device, s.precision):
-                        loss, stats = runner(*batch, norms)
-                    update.backward(loss)
-                for key, v in stats.items():  # kept on the device: no synchronisation until a log line
-                    acc[key] = acc.get(key, 0.0) + v
-            grad_norm, lr = update.step(objective.parameters(), s.grad_clip)
-            acc_steps += 1
-            acc_tokens += s.batch_size * L
-            done = step + 1
-            if bar is not None:
-                bar.update(1)
-            if done % s.log_every == 0 or done == s.max_steps:
-                sums = {k: d.sum(float(v)) for k, v in sorted(acc.items())}
-                elapsed = time.perf_counter() - t_last
-                tps = acc_tokens / elapsed
-                row = {
-                    "step": done,
-                    "phase": phase,
-                    "seq_len": L,
-                    **{log_key(k): v / (d.world * acc_steps) for k, v in sums.items()},
-                    "lr": lr,
-                    "grad_norm": None if grad_norm is None else float(grad_norm),
-                    "tokens_per_s": tps,
-                    "mfu": (job.flops_per_token(L) * tps / (peak * 1e12 * d.world)) if peak else None,
-                    "memory_mb": memory_mb(d.device),
-                    "time": time.time(),
-                }
-                trainlog.write(row)
-                if bar is not None:
-                    bar.set_postfix_str(f"loss {row['loss']:.4f} lr {lr:.2e} {tps:,.0f} tok/s")
-                acc, acc_steps, acc_tokens, t_last = {}, 0, 0, time.perf_counter()
-            if d.any(term["flag"]):
-                checkpoint(done)
-                raise Preempted(f"SIGTERM at step {done}: checkpoint saved in {job.state_dir}; re-run to resume")
-            stopping = stop_after is not None and done >= stop_after
-            if done == s.max_steps:
-                checkpoint(done, export=False)  # a re-run after completion only re-exports; the model is the output
-            elif done % s.checkpoint_every == 0 or stopping:
-                checkpoint(done)
-            if stopping:
-                return None
+        with _sigterm_flag() as term, contextlib.closing(_batches(builder, start, s)) as batches:
+            for batch in batches:
+                grad_norm, lr = trainer(batch, norms_of(s, batch.seq_len, d.world))
+                meter.record(batch, grad_norm, lr)
+                done = batch.step + 1
+                stopping = stop_after is not None and done >= stop_after
+                saving = done == s.max_steps or done % s.checkpoint_every == 0 or stopping
+                if (d.world == 1 or saving or meter.logged) and d.any(term["flag"]):
+                    saver.save(done)
+                    raise Preempted(f"SIGTERM at step {done}: checkpoint saved in {job.state_dir}; re-run to resume")
+                if done == s.max_steps:
+                    saver.save(done, export=False)  # a re-run after completion only re-exports; the model is the output
+                elif saving:
+                    saver.save(done)
+                if stopping:
+                    return False
     finally:
-        signal.signal(signal.SIGTERM, previous)
-        if bar is not None:
-            bar.close()
-    result = {"steps": s.max_steps, "world_size": d.world}
-    if d.main:
-        result.update((job.evaluator or evaluate)(job))
-    return result
+        meter.close()
+    return True
 
 
 NO_HELDOUT = {"heldout_loss": None, "heldout_blocks": 0, "heldout_masked_tokens": 0}
@@ -318,18 +326,7 @@ def heldout_batches(job: Job) -> Iterator[tuple[torch.Tensor, torch.Tensor, torc
     for start in range(0, n, batch):
         idx = np.arange(start, min(start + batch, n))
         toks, flags = data.take(idx)
-        draws = draw(step_generator(EVAL_SEED, 0, start), len(idx), data.seq_len, specials.vocab_size)
-        input_ids = torch.from_numpy(toks)
-        masked, selected = apply_mask(
-            input_ids,
-            torch.from_numpy(flags),
-            draws,
-            mask_prob=s.mask_prob,
-            mask_id=specials.mask,
-            mask_replace_prob=s.mask_replace_prob,
-            random_replace_prob=s.random_replace_prob,
-            whole_word=s.whole_word_mask,
-        )
+        input_ids, masked, selected = mask_rows(s, specials, toks, flags, step_generator(EVAL_SEED, 0, 0), start)
         positions = selected.reshape(-1).nonzero().squeeze(1)
         yield masked.to(device), positions.to(device), input_ids.reshape(-1)[positions].to(device)
 

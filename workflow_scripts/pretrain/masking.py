@@ -1,9 +1,10 @@
 """Dynamic masking for masked-language modelling (BERT's 80/10/10 recipe, optionally whole words).
 
-Random draws are made for the whole global batch from a generator seeded by
-(seed, phase, step), and every process applies its own rows. The masks therefore do not
-depend on how many processes share the batch, and a resumed run masks exactly as an
-uninterrupted one would.
+Random draws come from a counter-based generator (Philox) keyed by (seed, phase, step):
+the draws of global row r sit at a fixed offset of its stream, so a process computes only
+its own rows and gets exactly what it would have got from drawing the whole global batch.
+The masks therefore do not depend on how many processes share the batch, and a resumed
+run masks exactly as an uninterrupted one would.
 """
 
 from __future__ import annotations
@@ -22,21 +23,25 @@ class MaskDraws:
     action: torch.Tensor  # uniform [B, L]: mask / random / keep
     random_ids: torch.Tensor  # random token ids [B, L]
 
-    def rows(self, start: int, stop: int) -> MaskDraws:
-        return MaskDraws(self.select[start:stop], self.action[start:stop], self.random_ids[start:stop])
+
+@dataclass(frozen=True)
+class StepStream:
+    """The key of one step's random stream."""
+
+    key: np.ndarray  # two uint64 words
 
 
-def step_generator(seed: int, phase: int, step: int) -> torch.Generator:
-    mixed = int(np.random.SeedSequence([seed, phase, step]).generate_state(1, dtype=np.uint64)[0])
-    return torch.Generator().manual_seed(mixed)
+def step_generator(seed: int, phase: int, step: int) -> StepStream:
+    return StepStream(np.random.SeedSequence([seed, phase, step]).generate_state(2, dtype=np.uint64))
 
 
-def draw(gen: torch.Generator, batch: int, seq_len: int, vocab_size: int) -> MaskDraws:
-    return MaskDraws(
-        torch.rand(batch, seq_len, generator=gen),
-        torch.rand(batch, seq_len, generator=gen),
-        torch.randint(vocab_size, (batch, seq_len), generator=gen),
-    )
+def draw(stream: StepStream, batch: int, seq_len: int, vocab_size: int, first_row: int = 0) -> MaskDraws:
+    """The draws of global rows ``first_row .. first_row + batch`` of ``stream``."""
+    width = -(-3 * seq_len // 4) * 4  # a row takes whole Philox blocks of four 64-bit words
+    bits = np.random.Philox(key=stream.key, counter=first_row * (width // 4))
+    u = torch.from_numpy(np.random.Generator(bits).random((batch, width)))
+    random_ids = (u[:, 2 * seq_len : 3 * seq_len] * vocab_size).to(torch.long).clamp_max(vocab_size - 1)
+    return MaskDraws(u[:, :seq_len], u[:, seq_len : 2 * seq_len], random_ids)
 
 
 def word_start_index(flags: torch.Tensor) -> torch.Tensor:

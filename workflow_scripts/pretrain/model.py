@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -115,12 +116,39 @@ class MLMObjective(nn.Module):
         return loss, {"loss": loss.detach(), "mlm": loss.detach()}
 
 
-def non_embedding_params(model: nn.Module) -> int:
-    emb = model.get_input_embeddings().weight.numel()
-    return sum(p.numel() for p in model.parameters()) - emb
+# Stated beside every MFU figure (train log provenance, plot caption, README).
+FLOPS_FORMULA = (
+    "matmul FLOPs per token = 6 x W_enc + 12 x L x h x s + 6 x f x W_head, where W_enc counts the encoder's "
+    "Linear weights, L layers of width h attend over s tokens, and the output head (W_head: its Linear weights, "
+    "tied decoder included) runs on the fraction f of positions it predicts; a frozen teacher counts a third "
+    "(forward only). Left out: embedding lookups, LayerNorm, GELU, softmax, dropout, biases, residual adds, "
+    "the loss and the optimiser step."
+)
 
 
-def train_flops_per_token(model: nn.Module, seq_len: int) -> float:
-    """Forward + backward FLOPs per token: 6N plus attention scores (Kaplan et al. / PaLM appendix B)."""
-    cfg = model.config
-    return 6 * non_embedding_params(model) + 12 * cfg.num_hidden_layers * cfg.hidden_size * seq_len
+def linear_weights(module: nn.Module) -> int:
+    """Elements of every Linear weight in ``module``: the multiply-adds per row it transforms."""
+    return sum(m.weight.numel() for m in module.modules() if isinstance(m, nn.Linear))
+
+
+def matmul_flops_per_token(
+    config, encoder: nn.Module, head: nn.Module | None, seq_len: int, head_fraction: float, passes: int = 3
+) -> float:
+    """FLOPS_FORMULA for one model; ``passes`` 3 is forward and backward, 1 forward only."""
+    dense = linear_weights(encoder) + head_fraction * (linear_weights(head) if head is not None else 0)
+    attention = 4 * config.num_hidden_layers * config.hidden_size * seq_len  # QK^T and PV
+    return passes * (2 * dense + attention)
+
+
+def train_flops_per_token(model: nn.Module, seq_len: int, head_fraction: float) -> float:
+    """Training FLOPs per token of a masked LM whose head sees ``head_fraction`` of the positions."""
+    return matmul_flops_per_token(model.config, *mlm_parts(model), seq_len, head_fraction)
+
+
+def mlm_flops_fn(model: nn.Module, mask_prob: float) -> Callable[[int], float]:
+    return lambda seq_len: train_flops_per_token(model, seq_len, mask_prob)
+
+
+def flops_record(flops_per_token: Callable[[int], float], seq_lens: list[int]) -> dict:
+    """What the MFU of a run's train log counts, for its provenance."""
+    return {"formula": FLOPS_FORMULA, "per_token": {str(n): flops_per_token(n) for n in seq_lens}}

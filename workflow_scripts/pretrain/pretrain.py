@@ -30,10 +30,10 @@ from ..errors import PipelineError
 from ..tokenizer import load_tokenizer
 from ..typed import load_settings, to_dict
 from . import dist as distributed
-from . import electra
-from .engine import Data, add_data_arguments, data_inputs, execute, flops_fn, open_data, resume_digest, training_key
+from . import electra, memory
+from .engine import Data, add_data_arguments, data_inputs, execute, open_data, resume_digest, training_key
 from .loop import Job
-from .model import MLMObjective, build_model, check_vocab, load_pretrained
+from .model import MLMObjective, build_model, check_vocab, flops_record, load_pretrained, mlm_flops_fn
 from .settings import PretrainModelSettings, PretrainSettings
 
 log = logging.getLogger(__name__)
@@ -47,6 +47,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     src.add_argument("--tokenizer", help="tokenizer directory: train from scratch with this vocabulary")
     src.add_argument("--init", help="checkpoint directory (or hub id) to continue pretraining, keeping its vocabulary")
     ap.add_argument("--out", required=True, help="output model directory")
+    memory.add_gpu_memory_argument(ap)
     ap.add_argument("--stop-after", type=int, default=None, help=argparse.SUPPRESS)
     return ap.parse_args(argv)
 
@@ -75,7 +76,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             params={"name": entry.name, "pretrain": to_dict(s)},
             started=started,
             extra={
-                "model": {"parameters": sum(p.numel() for p in model.parameters()), "config": model.config.to_dict()}
+                "model": {"parameters": sum(p.numel() for p in model.parameters()), "config": model.config.to_dict()},
+                "micro_batch_size": job.settings.micro_batch_size,
+                "flops": flops_record(job.flops_per_token, [p.seq_len for p in s.phases]),
             },
             stop_after=args.stop_after,
         )
@@ -99,6 +102,7 @@ def mlm_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: dist
         check_vocab(model, tokenizer, args.tokenizer)
     data = open_data(args, s, tokenizer, out, d)
     key = training_key(s, data.keys, model, {"init": args.init})
+    s = memory.resolve_micro_batch(s, d.world, memory.mlm_estimate(model, s, d.device), args.gpu_mem_gb)
     return Job(
         settings=s,
         objective=MLMObjective(model),
@@ -108,7 +112,7 @@ def mlm_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: dist
         heldout=data.heldout,
         state_dir=out / "training_state",
         digest=resume_digest(out / "training_state", key, d),
-        flops_per_token=flops_fn(model),
+        flops_per_token=mlm_flops_fn(model, s.mask_prob),
         dist=d,
     ), data
 
@@ -124,6 +128,8 @@ def electra_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: 
         check_vocab(discriminator, tokenizer, args.tokenizer)
     data = open_data(args, s, tokenizer, out, d)
     key = training_key(s, data.keys, discriminator, {"init": args.init, "generator": generator.config.to_dict()})
+    estimate = memory.electra_estimate(discriminator, generator, s, d.device)
+    s = memory.resolve_micro_batch(s, d.world, estimate, args.gpu_mem_gb)
     return Job(
         settings=s,
         objective=electra.ElectraObjective(discriminator, generator, s.electra),
@@ -133,7 +139,7 @@ def electra_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: 
         heldout=data.heldout,
         state_dir=out / "training_state",
         digest=resume_digest(out / "training_state", key, d),
-        flops_per_token=electra.flops_fn(discriminator, generator),
+        flops_per_token=electra.flops_fn(discriminator, generator, s.mask_prob),
         dist=d,
         evaluator=electra.evaluate,
         companions={electra.GENERATOR_DIR: generator},

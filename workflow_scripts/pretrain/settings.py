@@ -95,11 +95,13 @@ class PretrainSettings:
         default=32,
         metadata={"help": "Global batch in sequences per optimiser step (all processes, all accumulation steps)."},
     )
-    micro_batch_size: int | None = field(
+    micro_batch_size: int | Literal["auto"] | None = field(
         default=None,
         metadata={
             "help": "Sequences per forward pass per process; gradient accumulation makes up the "
-            "global batch. Default: the whole per-process share."
+            "global batch. auto: the largest divisor of the per-process share whose estimated "
+            "memory (pretrain/memory.py) fits the GPU memory the job declares (resources: "
+            "gpu_mem_gb). Default: the whole per-process share."
         },
     )
     phases: list[Phase] = field(
@@ -137,7 +139,14 @@ class PretrainSettings:
     precision: Literal["fp32", "bf16", "fp16"] = field(
         default="bf16", metadata={"help": "Autocast precision on GPU; on CPU bf16 and fp16 fall back to fp32."}
     )
-    compile: bool = field(default=False, metadata={"help": "Wrap the model in torch.compile."})
+    compile: bool | Literal["auto"] = field(
+        default="auto",
+        metadata={"help": "Wrap the training objective in torch.compile; auto: on CUDA devices, not on the CPU."},
+    )
+    prefetch: bool = field(
+        default=True,
+        metadata={"help": "Build the next step's batch on a background thread while this one trains (off: in series)."},
+    )
     attention: Literal["sdpa", "eager"] = field(
         default="sdpa",
         metadata={"help": "Attention kernel: PyTorch scaled-dot-product attention or the eager reference."},
@@ -194,9 +203,9 @@ class PretrainSettings:
             (self.max_steps > 0, "max_steps", "must be positive"),
             (self.batch_size > 0, "batch_size", "must be positive"),
             (
-                self.micro_batch_size is None or 0 < self.micro_batch_size <= self.batch_size,
+                self.micro_batch_size in (None, "auto") or 0 < self.micro_batch_size <= self.batch_size,
                 "micro_batch_size",
-                "must be between 1 and batch_size",
+                "must be auto or between 1 and batch_size",
             ),
             (bool(self.phases), "phases", "give at least one phase"),
             (all(p.seq_len >= 8 for p in self.phases), "phases", "seq_len must be at least 8"),

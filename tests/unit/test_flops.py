@@ -1,0 +1,80 @@
+"""The FLOP formula behind MFU against torch's FlopCounterMode, on the meta device (no compute)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+from transformers import BertConfig, BertForMaskedLM, ElectraConfig, ElectraForMaskedLM, ElectraForPreTraining
+
+from workflow_scripts.distill.objective import DistillObjective
+from workflow_scripts.distill.settings import LossWeights
+from workflow_scripts.pretrain import electra
+from workflow_scripts.pretrain.electra import ElectraObjective
+from workflow_scripts.pretrain.model import MLMObjective, mlm_flops_fn
+from workflow_scripts.pretrain.settings import ElectraSettings
+
+META = torch.device("meta")
+
+
+def _bert(**shape):
+    config = BertConfig(vocab_size=30522, max_position_embeddings=512, **shape)
+    config._attn_implementation = "sdpa"
+    with META:
+        return BertForMaskedLM(config)
+
+
+def counted_per_token(objective, batch: int, seq_len: int, masked: int) -> float:
+    """Matmul FLOPs FlopCounterMode counts in one forward and backward pass, per token."""
+    ids = torch.zeros(batch, seq_len, dtype=torch.long, device=META)
+    positions = torch.arange(masked, device=META)
+    labels = torch.zeros(masked, dtype=torch.long, device=META)
+    with FlopCounterMode(display=False) as counter:
+        loss, _ = objective(ids, positions, labels, {"masked": float(masked), "tokens": float(batch * seq_len)})
+        loss.backward()
+    return counter.get_total_flops() / (batch * seq_len)
+
+
+@pytest.mark.parametrize("seq_len", [128, 512])
+def test_bert_base_formula_equals_the_counted_flops(seq_len):
+    model = _bert()
+    masked = round(0.15 * 2 * seq_len)
+    counted = counted_per_token(MLMObjective(model), 2, seq_len, masked)
+    assert mlm_flops_fn(model, masked / (2 * seq_len))(seq_len) == pytest.approx(counted, rel=1e-9)
+    # 6 x 84.9M encoder weights, 12 x 12 x 768 x s of attention, 15% of 6 x 24.0M of head
+    assert counted == pytest.approx({128: 5.455e8, 512: 5.879e8}[seq_len], rel=1e-3)
+
+
+def test_electra_formula_equals_the_counted_flops():
+    common = dict(vocab_size=30522, embedding_size=768, max_position_embeddings=512)
+    with META:
+        discriminator = ElectraForPreTraining(ElectraConfig(hidden_size=768, **common))
+        generator = ElectraForMaskedLM(
+            ElectraConfig(hidden_size=256, num_attention_heads=4, intermediate_size=1024, **common)
+        )
+    masked = 77
+    counted = counted_per_token(ElectraObjective(discriminator, generator, ElectraSettings()), 1, 512, masked)
+    assert electra.flops_fn(discriminator, generator, masked / 512)(512) == pytest.approx(counted, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("student_shape", "weights", "kl_positions", "layer_map"),
+    [
+        (dict(num_hidden_layers=6), LossWeights(mlm=5.0, kl=2.0, cosine=1.0), "all", [2, 4, 6, 8, 10, 12]),
+        (dict(num_hidden_layers=6), LossWeights(mlm=2.0, kl=5.0, cosine=1.0), "masked", [2, 4, 6, 8, 10, 12]),
+        (
+            dict(num_hidden_layers=4, hidden_size=312, intermediate_size=1200),
+            LossWeights(mlm=0, kl=0, cosine=0, soft_ce=1, hidden_mse=1, attention_mse=1, embedding_mse=1),
+            "all",
+            [3, 6, 9, 12],
+        ),
+    ],
+    ids=["lewis", "rohanian-masked", "tinybert"],
+)
+def test_distillation_formula_equals_the_counted_flops(student_shape, weights, kl_positions, layer_map):
+    teacher, student = _bert(), _bert(**student_shape)
+    with META:
+        objective = DistillObjective(student, teacher, weights, 2.0, layer_map, kl_positions=kl_positions)
+    masked = 38
+    counted = counted_per_token(objective, 2, 128, masked)
+    assert objective.flops_per_token(128, masked / 256) == pytest.approx(counted, rel=1e-9)

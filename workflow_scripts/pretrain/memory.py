@@ -1,0 +1,222 @@
+"""Device memory of one training micro-step, estimated before launch, and ``micro_batch_size: auto``.
+
+The estimate counts what a transformers BERT/RoBERTa/ELECTRA layer keeps for its backward
+pass, tensor by tensor, per token (so it is linear in the micro-batch), plus the weights,
+AdamW state and the gradients alive at the peak. Under bf16 autocast (the GPU case) the residual stream and
+LayerNorms stay fp32 while each Linear saves its own bf16 copy of its input; attention runs
+a fused kernel (flash, memory-efficient or CPU flash) that keeps q, k, v, its output and
+the log-sum-exp, or, where the fused kernel cannot run (CPU with attention dropout), the
+math kernel that also keeps the [heads, L, L] probabilities and dropout mask.
+benchmarks/bench_memory.py compares it with the peak measured on the CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+from .settings import PretrainSettings
+
+log = logging.getLogger(__name__)
+StepBytes = Callable[[int, int], float]  # (micro-batch, sequence length) -> peak bytes
+
+# Share of the declared GPU memory micro-batches may fill: the rest is the CUDA context,
+# cuBLAS/NCCL workspaces and the caching allocator's fragmentation.
+USABLE_FRACTION = 0.85
+GB = 1e9
+CHUNK_TENSORS = 4  # fp32 chunks alive at once in the chunked KL's backward (benchmarks/bench_memory.py)
+
+
+@dataclass(frozen=True)
+class Encoder:
+    """The shape of one transformer encoder with its output head."""
+
+    hidden: int
+    layers: int
+    heads: int
+    intermediate: int
+    vocab: int
+    params: int  # every parameter, embeddings and head included
+
+    @classmethod
+    def of(cls, model: torch.nn.Module) -> Encoder:
+        c = model.config
+        return cls(
+            c.hidden_size,
+            c.num_hidden_layers,
+            c.num_attention_heads,
+            c.intermediate_size,
+            c.vocab_size,
+            sum(p.numel() for p in model.parameters()),
+        )
+
+
+@dataclass(frozen=True)
+class Precision:
+    """Bytes per element of activations; ``autocast``: Linears save their own low-precision input copies."""
+
+    autocast: bool
+    dropout: bool
+    fused_attention: bool
+
+    @classmethod
+    def of(cls, model: torch.nn.Module, device: torch.device, precision: str) -> Precision:
+        c = model.config
+        autocast = device.type == "cuda" and precision in ("bf16", "fp16")
+        # CPU SDPA falls back to the math kernel when attention dropout is on
+        fused = device.type == "cuda" or c.attention_probs_dropout_prob == 0
+        return cls(autocast, c.hidden_dropout_prob > 0 or c.attention_probs_dropout_prob > 0, fused)
+
+
+def layer_bytes_per_token(e: Encoder, seq_len: int, p: Precision) -> float:
+    """What one encoder layer keeps for backward, per token."""
+    h, i, a = e.hidden, e.intermediate, e.heads
+    low = 2 if p.autocast else 4
+    inputs = 3 * low * h if p.autocast else 4 * h  # q, k, v Linears: three bf16 casts, or one shared fp32 input
+    qkv = 3 * low * h
+    if p.fused_attention:
+        attention = low * h + 4 * a  # output and log-sum-exp
+    else:
+        # fp32 probabilities and their safe-softmax copy, dropout mask and dropped copy
+        per_prob = 8 + (5 if p.dropout else 0)
+        attention = per_prob * a * seq_len
+    context = low * h  # the heads' output made contiguous, input of the output projection
+    masks = 2 * h if p.dropout else 0  # two hidden dropouts, one byte per element
+    norms = 2 * (4 * h + 8)  # fp32 LayerNorm inputs and their statistics
+    ffn_in = low * h if p.autocast else 4 * h
+    ffn = 2 * low * i  # GELU input and output
+    return inputs + qkv + attention + context + masks + norms + ffn_in + ffn
+
+
+def head_bytes_per_row(e: Encoder, p: Precision) -> float:
+    """Output head and cross-entropy per predicted row, at the peak of their backward pass."""
+    low = 2 if p.autocast else 4
+    hidden = 4 * e.hidden * (3 if p.autocast else 4)
+    logits = (low + 4 + 4 + 4) * e.vocab if p.autocast else 3 * 4 * e.vocab  # logits, fp32 log-softmax, grads
+    return hidden + logits
+
+
+def state_bytes(params: int, p: Precision, trained: bool = True) -> float:
+    """fp32 weights and AdamW moments, bf16 weight copies held from forward to backward.
+
+    Gradients are left out: at the peak (the start of the backward pass) only the head's
+    exist, since each layer's gradients appear as its saved tensors are freed; the caller
+    adds the head's.
+    """
+    return params * ((12 if trained else 4) + (2 if p.autocast else 0))
+
+
+def mlm_step_bytes(e: Encoder, micro: int, seq_len: int, predicted: float, p: Precision) -> float:
+    """Peak bytes of one masked-LM micro-step: states, every layer's saved tensors, the sparse head."""
+    tokens = micro * seq_len
+    embeddings = tokens * (4 * e.hidden + 8 + (e.hidden if p.dropout else 0))
+    layers = e.layers * tokens * layer_bytes_per_token(e, seq_len, p)
+    head = predicted * tokens * head_bytes_per_row(e, p) + 4 * e.vocab * e.hidden  # and the decoder's gradient
+    return state_bytes(e.params, p) + embeddings + layers + head
+
+
+def electra_step_bytes(
+    discriminator: Encoder, generator: Encoder, micro: int, seq_len: int, predicted: float, p: Precision
+) -> float:
+    """Generator MLM (sparse head, Gumbel draw over its rows) plus the discriminator on every token."""
+    tokens = micro * seq_len
+    shared = generator.hidden * generator.vocab  # shared embeddings are counted once
+    gen = mlm_step_bytes(dataclasses.replace(generator, params=generator.params - shared), micro, seq_len, predicted, p)
+    sampling = predicted * tokens * 3 * 4 * generator.vocab
+    disc = mlm_step_bytes(dataclasses.replace(discriminator, vocab=1), micro, seq_len, 1.0, p)
+    return gen + sampling + disc
+
+
+def distill_step_bytes(
+    student: Encoder, teacher: Encoder, micro: int, seq_len: int, predicted: float, kl_all: bool, p: Precision
+) -> float:
+    """Student training step with its head on every position (kl_positions: all) or the masked ones,
+    plus the frozen teacher's weights, its logits and the chunked KL (losses.CHUNK_ELEMENTS)."""
+    from ..distill.losses import CHUNK_ELEMENTS
+
+    tokens = micro * seq_len
+    rows = tokens if kl_all else predicted * tokens
+    low = 2 if p.autocast else 4
+    student_step = mlm_step_bytes(student, micro, seq_len, predicted, p)
+    logits = rows * student.vocab * low * 3  # student logits, teacher logits, the student logits' gradient
+    head = rows * 4 * student.hidden * 4
+    chunk = CHUNK_TENSORS * 4 * min(CHUNK_ELEMENTS, rows * student.vocab)
+    teacher_weights = teacher.params * (2 if p.autocast else 4)
+    teacher_last = tokens * 4 * teacher.hidden
+    return student_step + logits + head + chunk + teacher_weights + teacher_last
+
+
+def mlm_estimate(model: torch.nn.Module, s: PretrainSettings, device: torch.device) -> StepBytes:
+    e, p = Encoder.of(model), Precision.of(model, device, s.precision)
+    return lambda micro, seq_len: mlm_step_bytes(e, micro, seq_len, s.mask_prob, p)
+
+
+def electra_estimate(discriminator, generator, s: PretrainSettings, device: torch.device) -> StepBytes:
+    d, g, p = Encoder.of(discriminator), Encoder.of(generator), Precision.of(discriminator, device, s.precision)
+    return lambda micro, seq_len: electra_step_bytes(d, g, micro, seq_len, s.mask_prob, p)
+
+
+def distill_estimate(student, teacher, s, device: torch.device) -> StepBytes:
+    """``s``: DistillSettings."""
+    st, te, p = Encoder.of(student), Encoder.of(teacher), Precision.of(student, device, s.precision)
+    kl_all = s.kl_positions == "all"
+    return lambda micro, seq_len: distill_step_bytes(st, te, micro, seq_len, s.mask_prob, kl_all, p)
+
+
+def add_gpu_memory_argument(ap: argparse.ArgumentParser) -> None:
+    ap.add_argument(
+        "--gpu-mem-gb",
+        type=float,
+        default=80.0,
+        help="memory of one GPU in GB that micro_batch_size: auto fills (the rule passes resources' gpu_mem_gb)",
+    )
+
+
+def resolve_micro_batch(s: PretrainSettings, world: int, bytes_for: StepBytes, gpu_mem_gb: float) -> PretrainSettings:
+    """``s`` with ``micro_batch_size: auto`` replaced by the micro-batch that fits ``gpu_mem_gb`` at the
+    longest phase. Only the training step reads the result: the resumption key keeps ``auto``, so a run
+    resumed on another card continues with the micro-batch that fits there."""
+    if s.micro_batch_size != "auto":
+        return s
+    seq_len = max(p.seq_len for p in s.phases)
+    micro = auto_micro_batch(lambda m: bytes_for(m, seq_len), max(s.batch_size // world, 1), budget(gpu_mem_gb))
+    log.info(
+        "micro_batch_size auto: %d sequences of %d tokens (estimated %.1f of %.0f GB)",
+        micro,
+        seq_len,
+        bytes_for(micro, seq_len) / GB,
+        gpu_mem_gb,
+    )
+    return dataclasses.replace(s, micro_batch_size=micro)
+
+
+def auto_micro_batch(bytes_for, share: int, budget_bytes: float) -> int:
+    """The largest divisor of the per-process share whose estimate fits the budget (at least 1)."""
+    fitting = [m for m in range(1, share + 1) if share % m == 0 and bytes_for(m) <= budget_bytes]
+    return max(fitting, default=1)
+
+
+def budget(gpu_mem_gb: float) -> float:
+    return USABLE_FRACTION * gpu_mem_gb * GB
+
+
+def measured_peak_bytes(fn) -> int:
+    """Peak of tensor memory allocated on the CPU while ``fn`` runs, above what was live before.
+
+    Read from torch.profiler's allocator events (each allocation and free, in order): the
+    CPU analogue of torch.cuda.max_memory_allocated.
+    """
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    events = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
+    live = peak = 0
+    for e in sorted(events, key=lambda e: e.start_ns()):
+        live += e.nbytes()
+        peak = max(peak, live)
+    return peak

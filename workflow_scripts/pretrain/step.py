@@ -1,0 +1,100 @@
+"""One optimiser step of a training objective: each micro-batch forward and backward, then the update.
+
+The loop (loop.py) decides when steps run and owns checkpoints, logging and signals; this
+module owns what a step does, the same for every objective (MLM, ELECTRA, distillation).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+import torch
+from torch import nn
+from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+from torch.nn.parallel import DistributedDataParallel
+
+from .. import optim
+from .batches import StepBatch
+from .dist import Dist
+from .settings import PretrainSettings
+
+
+def to_device(t: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """Copy without waiting for the GPU: pinned memory lets the next step's batch be prepared while it computes."""
+    if device.type != "cuda":
+        return t
+    return (t if t.is_pinned() else t.pin_memory()).to(device, non_blocking=True)
+
+
+def compiles(settings: PretrainSettings, device: torch.device) -> bool:
+    """``compile: auto`` compiles on CUDA, where fusing the memory-bound kernels pays; not on the CPU."""
+    return device.type == "cuda" if settings.compile == "auto" else bool(settings.compile)
+
+
+def distribute(module: nn.Module, d: Dist) -> DistributedDataParallel:
+    """Data-parallel ``module``: no buffer broadcast at every forward (its buffers are constants), gradients
+    written straight into the all-reduce buckets, and on CUDA all-reduced in bf16 (half the traffic)."""
+    cuda = d.device.type == "cuda"
+    ddp = DistributedDataParallel(
+        module, device_ids=[d.local_rank] if cuda else None, broadcast_buffers=False, gradient_as_bucket_view=True
+    )
+    if cuda:
+        ddp.register_comm_hook(None, default_hooks.bf16_compress_hook)
+    return ddp
+
+
+class TrainStep:
+    """The objective, its optimiser and the wrapped module that runs it (compiled, data-parallel)."""
+
+    def __init__(self, objective: nn.Module, settings: PretrainSettings, dist: Dist) -> None:
+        self.settings, self.dist = settings, dist
+        self.objective = objective.to(dist.device)
+        self.update = optim.updater(
+            self.objective,
+            lr=settings.peak_lr(),
+            weight_decay=settings.weight_decay,
+            eps=settings.eps,
+            betas=settings.betas,
+            total_steps=settings.max_steps,
+            warmup_ratio=settings.warmup_ratio,
+            precision=settings.precision,
+            device=dist.device,
+        )
+        self.runner: nn.Module = self.objective
+        self.stats: dict[str, torch.Tensor] = {}
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"trainable": self.objective.state_dict(), **self.update.state_dict()}
+
+    def load_state_dict(self, payload: dict[str, Any]) -> None:
+        self.objective.load_state_dict(payload["trainable"])
+        self.update.load_state_dict(payload)
+
+    def wrap(self) -> None:
+        """Compile and distribute the objective; after any resumed weights are loaded."""
+        d = self.dist
+        self.objective.train()
+        if compiles(self.settings, d.device):
+            self.runner = torch.compile(self.runner)
+        if d.world > 1:
+            self.runner = distribute(self.runner, d)
+
+    def __call__(self, batch: StepBatch, norms: dict[str, float]) -> tuple[torch.Tensor | None, float]:
+        """Train on ``batch``; return the gradient norm before clipping and the learning rate used."""
+        s, d = self.settings, self.dist
+        last = len(batch.micro) - 1
+        for k, mb in enumerate(batch.micro):
+            inputs = [to_device(t, d.device) for t in (mb.input_ids, mb.positions, mb.labels)]
+            sync = contextlib.nullcontext() if d.world == 1 or k == last else self.runner.no_sync()
+            with sync:
+                with optim.autocast(d.device, s.precision):
+                    loss, stats = self.runner(*inputs, norms)
+                self.update.backward(loss)
+            for key, v in stats.items():  # kept on the device: no synchronisation until a log line
+                self.stats[key] = self.stats.get(key, 0.0) + v
+        return self.update.step(self.objective.parameters(), s.grad_clip)
+
+    def take_stats(self) -> dict[str, torch.Tensor]:
+        stats, self.stats = self.stats, {}
+        return stats
