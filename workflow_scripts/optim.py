@@ -75,7 +75,7 @@ def amp_dtype(device: torch.device, precision: str) -> torch.dtype | None:
 
 def autocast(device: torch.device, precision: str):
     dtype = amp_dtype(device, precision)
-    return torch.autocast("cuda", dtype=dtype) if dtype is not None else contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=dtype) if dtype is not None else contextlib.nullcontext()
 
 
 def seed_everything(seed: int, deterministic: bool = False) -> None:

@@ -31,6 +31,7 @@ from ..tasks.metrics import compute, compute_all, metric_names, run_header, test
 from ..typed import to_dict
 from . import cache, data, heads, tagging
 from .decode import decode
+from .device import prepare
 from .features import MARKERS, Encoding, encode, needs_markers
 from .loop import Fit, Schedule, fit, predict, selection_value
 from .settings import FinetuneRunSettings, FinetuneSettings, GridSettings, load
@@ -126,14 +127,6 @@ def fixed_steps(cfg: FinetuneSettings, path: Path) -> tuple[FinetuneSettings, Sc
     return cfg, Schedule(total=total, stop=steps)
 
 
-def device_for(cfg: FinetuneSettings) -> torch.device:
-    if cfg.device == "cuda" and not torch.cuda.is_available():
-        raise PipelineError("finetune.device: cuda requested but no GPU is visible; use auto or cpu")
-    if cfg.device == "cpu" or not torch.cuda.is_available():
-        return torch.device("cpu")
-    return torch.device("cuda")
-
-
 def choose(
     trials: list[FinetuneSettings],
     evaluate,
@@ -206,7 +199,7 @@ def finetune(
     features, enc.stats = built["features"], built["stats"]
     for key, n in enc.stats.items():
         log.info("%s: %d", key.replace("_", " "), n)
-    device = device_for(cfg)
+    device, cfg = prepare(cfg, task.type)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     log.info(
         "%s on %s fold %d seed %d: %s examples, %s features, device %s",
@@ -277,6 +270,7 @@ def finetune(
         "encoding": {"max_length": enc.max_length, "scheme": enc.scheme, **enc.stats},
         "train_examples_per_s": round(result.train_examples / max(result.train_seconds, 1e-9), 2),
         "device": str(device),
+        "precision": trial.precision,
     }
     out.mkdir(parents=True, exist_ok=True)
     # provenance.json marks a finished run: an old one must not vouch for half-replaced files

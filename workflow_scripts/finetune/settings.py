@@ -88,8 +88,11 @@ class FinetuneSettings:
     device: Literal["auto", "cpu", "cuda"] = field(
         default="auto", metadata={"help": "where to train; auto = cuda when available"}
     )
-    precision: Literal["fp32", "bf16", "fp16"] = field(
-        default="fp32", metadata={"help": "autocast precision on GPU (CPU always runs fp32)"}
+    precision: Literal["auto", "fp32", "bf16", "fp16"] = field(
+        default="auto",
+        metadata={
+            "help": "autocast precision on GPU; auto = bf16, fp32 for regression (similarity); CPU always runs fp32"
+        },
     )
 
     def validate(self, where: str) -> None:
