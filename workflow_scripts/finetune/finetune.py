@@ -29,7 +29,7 @@ from ..cli import run
 from ..errors import PipelineError
 from ..tasks.metrics import compute, compute_all, metric_names, run_header, test_section
 from ..typed import to_dict
-from . import cache, data, heads, tagging
+from . import cache, data, heads, stability, tagging
 from .decode import decode
 from .device import prepare
 from .features import MARKERS, Encoding, encode, needs_markers
@@ -147,6 +147,7 @@ def choose(
     for trial in trials:
         optim.seed_everything(seed, deterministic=True)
         model = heads.build(model_path, task_type, enc.labels, trial.dropout, trial.pooling, vocab_size)
+        stability.apply(model, trial, model_path)
         model.to(device)
         label = f"finetune lr={trial.lr:g} batch={trial.batch_size}"
         result = fit(model, train, task_type, evaluate, trial, seed, pad_id, device, label=label, schedule=schedule)
@@ -271,6 +272,7 @@ def finetune(
         "train_examples_per_s": round(result.train_examples / max(result.train_seconds, 1e-9), 2),
         "device": str(device),
         "precision": trial.precision,
+        "stability": {k: getattr(trial, k) for k in stability.KEYS},
     }
     out.mkdir(parents=True, exist_ok=True)
     # provenance.json marks a finished run: an old one must not vouch for half-replaced files

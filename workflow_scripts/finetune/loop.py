@@ -16,7 +16,7 @@ import torch
 
 from .. import optim
 from ..progress import progress
-from . import heads
+from . import heads, stability
 from .batching import collate, eval_batches, train_batches
 from .settings import FinetuneSettings
 
@@ -99,6 +99,7 @@ def fit(
         warmup_ratio=cfg.warmup_ratio,
         precision=cfg.precision,
         device=device,
+        groups=stability.lr_groups(model, cfg),
     )
 
     best = Fit(state={}, best_step=0, dev={}, steps=0, schedule_steps=schedule.total)
@@ -123,7 +124,7 @@ def fit(
                 dev = evaluate(model)
                 loss = torch.stack(running).float().mean().item()
                 running = []
-                best.history.append({"step": step, "loss": loss, "lr": update.scheduler.get_last_lr()[0], "dev": dev})
+                best.history.append({"step": step, "loss": loss, "lr": max(update.scheduler.get_last_lr()), "dev": dev})
                 improved = selection_value(dev) > best_value
                 log.info(
                     "%s step %d/%d: loss %.4f, dev score %.4f%s",
