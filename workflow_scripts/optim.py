@@ -75,7 +75,7 @@ def amp_dtype(device: torch.device, precision: str) -> torch.dtype | None:
 
 def autocast(device: torch.device, precision: str):
     dtype = amp_dtype(device, precision)
-    return torch.autocast("cuda", dtype=dtype) if dtype is not None else contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=dtype) if dtype is not None else contextlib.nullcontext()
 
 
 def seed_everything(seed: int, deterministic: bool = False) -> None:
@@ -141,11 +141,13 @@ def updater(
     warmup_ratio: float,
     precision: str,
     device: torch.device,
+    groups: list[dict[str, Any]] | None = None,
 ) -> Updater:
     """The whole recipe for training ``module`` (on ``device``) for ``total_steps`` updates: AdamW
-    over :func:`decay_groups` (fused on CUDA), curve ``linear``, the fp16 loss scaler."""
+    over :func:`decay_groups` or the given ``groups`` (fused on CUDA), curve ``linear`` (scaling
+    each group's own lr), the fp16 loss scaler."""
     optimizer = torch.optim.AdamW(
-        decay_groups(module, weight_decay), lr=lr, betas=tuple(betas), eps=eps, fused=device.type == "cuda"
+        groups or decay_groups(module, weight_decay), lr=lr, betas=tuple(betas), eps=eps, fused=device.type == "cuda"
     )
     scaler = torch.amp.GradScaler("cuda", enabled=amp_dtype(device, precision) == torch.float16)
     return Updater(optimizer, schedule(optimizer, total_steps, warmup_ratio), scaler)

@@ -49,5 +49,5 @@ def test_dry_run_shows_every_stage_and_job():
     assert jobs["tables"] == 1 and jobs["plots"] == 1
     # every public checkpoint is fetched once, at its commit; the one still unpinned is named
     hub = [m for m, e in study.models.items() if isinstance(e.checkpoint, HubCheckpoint)]
-    assert jobs["download_model"] == len(hub) == 15
+    assert jobs["download_model"] == len(hub) == 16
     assert "models.biomed-roberta.checkpoint.revision: unpinned" in result.stderr

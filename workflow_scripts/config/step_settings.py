@@ -63,7 +63,7 @@ def _run_parts(study: Study, model: str, task: str) -> tuple[FinetuneModel, Fine
 
 def finetune_settings(study: Study, model: str, task: str) -> dict[str, Any]:
     model_part, task_part = _run_parts(study, model, task)
-    settings = FinetuneRunSettings(model=model_part, task=task_part, finetune=study.resolved_tasks[task].finetune)
+    settings = FinetuneRunSettings(model=model_part, task=task_part, finetune=study.run_finetune(model, task))
     return to_dict(settings)
 
 

@@ -167,6 +167,11 @@ class ModelEntry:
     distill: DistillSettings = _help("distill: student shape, losses and recipe.", default_factory=DistillSettings)
     restricted: bool = _help("external: trained on credentialed data (marks its results restricted).", default=False)
     evaluate: bool = _help("Fine-tune this model on the tasks.", default=True)
+    finetune: dict[str, Any] = _help(
+        "Fine-tuning keys of this model on every task (e.g. a large model's layer-wise lr decay), "
+        "below the tasks' own finetune and above the top-level finetune.",
+        default_factory=dict,
+    )
     resources: JobResources | None = _help(
         "pretrain and distill: this model's job size, replacing resources.pretrain or resources.distill.",
         default=None,
@@ -175,8 +180,8 @@ class ModelEntry:
 
 FINETUNE_PRECEDENCE = (
     "Which value a fine-tuning run uses, key by key: tasks.<name>.finetune in config.yaml, else the "
-    "registry task's finetune, else the top-level finetune, else the built-in default; max_length null at "
-    "every level is the task's max_length. Resolved once when the workflow plans the runs: "
+    "registry task's finetune, else the model's finetune, else the top-level finetune, else the built-in "
+    "default; max_length null at every level is the task's max_length. Resolved once when the workflow plans the runs: "
     "results/configs/finetune/<model>/<task>.yaml holds each value once."
 )
 
@@ -229,12 +234,22 @@ class Study:
         own = self.models[model].resources if model is not None else None
         return own or self.resources.get(rule) or JobResources()
 
+    def run_finetune(self, model: str, task: str) -> FinetuneSettings:
+        """The fine-tuning settings of ``model`` on ``task``: the task's, with the model's own keys
+        filling what neither task level sets."""
+        rt, own = self.resolved_tasks[task], self.models[model].finetune
+        if not own:
+            return rt.finetune
+        where = f"models.{model}.finetune (on tasks.{task})"
+        return resolve_finetune(self.finetune, rt.spec, rt.overrides, where, own)
+
 
 @dataclass
 class ResolvedTask:
     spec: TaskSpec
     seeds: list[int]
     finetune: FinetuneSettings
+    overrides: dict[str, Any] | None = None
 
     @property
     def folds(self) -> list[int]:
@@ -327,16 +342,19 @@ def resolve_task(name: str, entry: dict[str, Any], study: Study) -> ResolvedTask
     finetune = resolve_finetune(study.finetune, spec, entry.get("finetune"), f"{where}.finetune")
     if spec.selection_fold is not None and not 0 <= spec.selection_fold < max(spec.folds, 1):
         raise PipelineError(f"{where}.selection_fold: {spec.selection_fold} is outside 0..{spec.folds - 1}")
-    return ResolvedTask(spec=spec, seeds=seeds, finetune=finetune)
+    return ResolvedTask(spec=spec, seeds=seeds, finetune=finetune, overrides=entry.get("finetune"))
 
 
-def resolve_finetune(study: FinetuneSettings, spec: TaskSpec, overrides: Any, where: str) -> FinetuneSettings:
+def resolve_finetune(
+    study: FinetuneSettings, spec: TaskSpec, overrides: Any, where: str, model: dict[str, Any] | None = None
+) -> FinetuneSettings:
     """A task's fine-tuning settings, each key taken from the first level that sets it:
-    ``tasks.<name>.finetune`` in the config, the registry task's ``finetune``, the study's ``finetune``;
-    ``max_length`` left null at every level is the task's ``max_length``."""
+    ``tasks.<name>.finetune`` in the config, the registry task's ``finetune``, the model's
+    ``finetune``, the study's ``finetune``; ``max_length`` left null at every level is the task's
+    ``max_length``."""
     if overrides is not None and not isinstance(overrides, dict):
         raise PipelineError(f"{where}: expected a mapping of finetune keys, got {overrides!r}")
-    merged = {**to_dict(study), **spec.finetune, **(overrides or {})}
+    merged = {**to_dict(study), **(model or {}), **spec.finetune, **(overrides or {})}
     finetune = parse(FinetuneSettings, merged, where)
     if finetune.max_length is None:
         finetune.max_length = spec.max_length
@@ -379,6 +397,9 @@ def load_study(config: dict[str, Any]) -> Study:
                 )
     for name, entry in study.tasks.items():
         study.resolved_tasks[name] = resolve_task(name, entry, study)
+    for model in study.models:
+        for task in study.resolved_tasks:
+            study.run_finetune(model, task)  # a bad model-level key fails here, not in a job
     for name, c in study.corpora.items():
         _check_names(f"corpora.{name}.decontaminate", c.decontaminate, study.tasks, "task")
     for i, pair in enumerate(study.aggregation.compare):

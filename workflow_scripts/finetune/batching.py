@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -33,6 +34,9 @@ def eval_batches(lengths: list[int], batch_size: int) -> list[list[int]]:
 
 
 def collate(features: list[dict[str, Any]], pad_id: int, task_type: str, device) -> dict[str, torch.Tensor]:
+    """A batch padded to its longest member, copied to ``device`` without waiting for it. A
+    batch without padding carries no attention mask: transformers then builds none, where a
+    mask costs a host-device synchronisation (``mask.all()``) at every forward."""
     width = max(len(f["input_ids"]) for f in features)
     n = len(features)
     ids = torch.full((n, width), pad_id, dtype=torch.long)
@@ -44,7 +48,9 @@ def collate(features: list[dict[str, Any]], pad_id: int, task_type: str, device)
         mask[i, :k] = 1
         if types is not None:
             types[i, :k] = torch.tensor(f["token_type_ids"])
-    batch = {"input_ids": ids, "attention_mask": mask}
+    batch = {"input_ids": ids}
+    if any(len(f["input_ids"]) < width for f in features):
+        batch["attention_mask"] = mask
     if types is not None:
         batch["token_type_ids"] = types
     kind = problem_type(task_type)
@@ -59,4 +65,26 @@ def collate(features: list[dict[str, Any]], pad_id: int, task_type: str, device)
         batch["labels"] = torch.tensor([f["label"] for f in features], dtype=torch.long)
     if "entities" in features[0]:
         batch["entities"] = torch.tensor([f["entities"] for f in features], dtype=torch.long)
-    return {k: v.to(device) for k, v in batch.items()}
+    return to_device(batch, torch.device(device))
+
+
+def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:
+    """Pinned, non-blocking copies on CUDA (the host goes on queueing work); the CPU keeps the tensors."""
+    if device.type != "cuda":
+        return batch
+    return {k: v.pin_memory().to(device, non_blocking=True) for k, v in batch.items()}
+
+
+def ahead(
+    batches: Iterable[list[int]], features: list[dict[str, Any]], pad_id: int, task_type: str, device
+) -> Iterator[tuple[list[int], dict[str, torch.Tensor]]]:
+    """Each batch with its collated tensors, the next one collated (and its copy queued) before
+    the current one is handed out, so the host prepares step n + 1 while the device runs step n."""
+    pending = None
+    for idx in batches:
+        ready = (idx, collate([features[i] for i in idx], pad_id, task_type, device))
+        if pending is not None:
+            yield pending
+        pending = ready
+    if pending is not None:
+        yield pending

@@ -29,8 +29,9 @@ from ..cli import run
 from ..errors import PipelineError
 from ..tasks.metrics import compute, compute_all, metric_names, run_header, test_section
 from ..typed import to_dict
-from . import cache, data, heads, tagging
+from . import cache, data, heads, stability, tagging
 from .decode import decode, label_scores
+from .device import prepare
 from .features import MARKERS, Encoding, encode, needs_markers
 from .loop import Fit, Schedule, fit, predict, selection_value
 from .settings import FinetuneRunSettings, FinetuneSettings, GridSettings, load
@@ -126,14 +127,6 @@ def fixed_steps(cfg: FinetuneSettings, path: Path) -> tuple[FinetuneSettings, Sc
     return cfg, Schedule(total=total, stop=steps)
 
 
-def device_for(cfg: FinetuneSettings) -> torch.device:
-    if cfg.device == "cuda" and not torch.cuda.is_available():
-        raise PipelineError("finetune.device: cuda requested but no GPU is visible; use auto or cpu")
-    if cfg.device == "cpu" or not torch.cuda.is_available():
-        return torch.device("cpu")
-    return torch.device("cuda")
-
-
 def choose(
     trials: list[FinetuneSettings],
     evaluate,
@@ -154,6 +147,7 @@ def choose(
     for trial in trials:
         optim.seed_everything(seed, deterministic=True)
         model = heads.build(model_path, task_type, enc.labels, trial.dropout, trial.pooling, vocab_size)
+        stability.apply(model, trial, model_path)
         model.to(device)
         label = f"finetune lr={trial.lr:g} batch={trial.batch_size}"
         result = fit(model, train, task_type, evaluate, trial, seed, pad_id, device, label=label, schedule=schedule)
@@ -206,7 +200,7 @@ def finetune(
     features, enc.stats = built["features"], built["stats"]
     for key, n in enc.stats.items():
         log.info("%s: %d", key.replace("_", " "), n)
-    device = device_for(cfg)
+    device, cfg = prepare(cfg, task.type)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     log.info(
         "%s on %s fold %d seed %d: %s examples, %s features, device %s",
@@ -278,6 +272,8 @@ def finetune(
         "encoding": {"max_length": enc.max_length, "scheme": enc.scheme, **enc.stats},
         "train_examples_per_s": round(result.train_examples / max(result.train_seconds, 1e-9), 2),
         "device": str(device),
+        "precision": trial.precision,
+        "stability": {k: getattr(trial, k) for k in stability.KEYS},
     }
     out.mkdir(parents=True, exist_ok=True)
     # provenance.json marks a finished run: an old one must not vouch for half-replaced files

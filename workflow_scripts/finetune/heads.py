@@ -65,11 +65,13 @@ class PooledClassifier(nn.Module):
         width = config.hidden_size if pooling == "mean" else 2 * config.hidden_size
         self.classifier = nn.Linear(width, config.num_labels)
 
-    def forward(self, input_ids, attention_mask, entities=None, token_type_ids=None):
+    def forward(self, input_ids, attention_mask=None, entities=None, token_type_ids=None):
         kwargs = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
-        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask, **kwargs).last_hidden_state
+        mask = encoder_mask(self.encoder, attention_mask)
+        hidden = self.encoder(input_ids=input_ids, attention_mask=mask, **kwargs).last_hidden_state
         if self.pooling == "mean":
-            weights = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            present = attention_mask if attention_mask is not None else torch.ones_like(input_ids)
+            weights = present.unsqueeze(-1).to(hidden.dtype)
             pooled = (hidden * weights).sum(1) / weights.sum(1).clamp(min=1.0)
         elif self.pooling == "entity_start":
             index = entities[:, :, 0].unsqueeze(-1).expand(-1, -1, hidden.size(-1))
@@ -124,11 +126,23 @@ def build(model_dir: str, task_type: str, labels: list[str], dropout: float, poo
     return model
 
 
+def encoder_mask(model, mask: torch.Tensor | None) -> torch.Tensor | None:
+    """The padding mask as the 4-D boolean mask SDPA attends with. Given the 2-D one,
+    transformers first asks ``mask.all()`` (may it drop the mask?): a host-device
+    synchronisation at every forward. A 4-D mask it takes as is; the outputs are identical."""
+    if mask is None or getattr(model.config, "_attn_implementation", None) != "sdpa":
+        return mask
+    width = mask.shape[1]
+    return mask.bool()[:, None, None, :].expand(-1, 1, width, -1)
+
+
 def forward(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
     """Logits for a collated batch, whatever the head."""
     inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in batch}
     if isinstance(model, PooledClassifier):
         return model(entities=batch.get("entities"), **inputs)
+    if "attention_mask" in inputs:
+        inputs["attention_mask"] = encoder_mask(model, inputs["attention_mask"])
     return model(**inputs).logits
 
 

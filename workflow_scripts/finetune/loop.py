@@ -16,8 +16,8 @@ import torch
 
 from .. import optim
 from ..progress import progress
-from . import heads
-from .batching import collate, eval_batches, train_batches
+from . import heads, stability
+from .batching import ahead, eval_batches, train_batches
 from .settings import FinetuneSettings
 
 log = logging.getLogger(__name__)
@@ -45,16 +45,21 @@ class Fit:
 
 
 def predict(model, features, task_type: str, pad_id: int, cfg: FinetuneSettings, device) -> list[torch.Tensor]:
-    """Logits per feature (on CPU; token logits cut to the feature's length)."""
+    """Logits per feature (on CPU; token logits cut to the feature's length). They stay on the
+    device until the split is scored, then come back in one copy."""
     model.eval()
-    out: list[torch.Tensor | None] = [None] * len(features)
     lengths = [len(f["input_ids"]) for f in features]
+    order, kept = [], []
     with torch.inference_mode(), optim.autocast(device, cfg.precision):
-        for idx in eval_batches(lengths, cfg.eval_batch_size):
-            batch = collate([features[i] for i in idx], pad_id, task_type, device)
-            logits = heads.forward(model, batch).float().cpu()
-            for row, i in enumerate(idx):
-                out[i] = logits[row, : lengths[i]] if logits.dim() == 3 else logits[row]
+        for idx, batch in ahead(eval_batches(lengths, cfg.eval_batch_size), features, pad_id, task_type, device):
+            order.append(idx)
+            kept.append(heads.forward(model, batch).float())
+        flat = torch.cat([k.flatten() for k in kept]).cpu() if kept else torch.empty(0)
+    out: list[torch.Tensor | None] = [None] * len(features)
+    for idx, shape, part in zip(order, [k.shape for k in kept], flat.split([k.numel() for k in kept]), strict=True):
+        logits = part.view(shape)
+        for row, i in enumerate(idx):
+            out[i] = logits[row, : lengths[i]] if logits.dim() == 3 else logits[row]
     return out  # type: ignore[return-value]
 
 
@@ -99,57 +104,85 @@ def fit(
         warmup_ratio=cfg.warmup_ratio,
         precision=cfg.precision,
         device=device,
+        groups=stability.lr_groups(model, cfg),
     )
 
     best = Fit(state={}, best_step=0, dev={}, steps=0, schedule_steps=schedule.total)
-    best_value, stale, step, seen, running = -math.inf, 0, 0, 0, []
+    track = Tracker(best, label, total, cfg.patience)
+    step, seen, running = 0, 0, []
     start, eval_seconds = time.perf_counter(), 0.0
-    bar = progress(label, total=total, unit="step")
-    stop = False
-    while step < total and not stop:
-        for idx in train_batches(lengths, cfg.batch_size, rng, cfg.group_by_length):
-            model.train()
-            batch = collate([train[i] for i in idx], pad_id, task_type, device)
-            with optim.autocast(device, cfg.precision):
-                value = heads.loss(heads.forward(model, batch), batch, task_type)
-            update.backward(value)
-            update.step(model.parameters(), cfg.grad_clip)
+    model.train()
+    while step < total and not track.stop:
+        batches = train_batches(lengths, cfg.batch_size, rng, cfg.group_by_length)
+        for idx, batch in ahead(batches, train, pad_id, task_type, device):
+            running.append(train_step(model, batch, update, cfg, task_type, device))
             step += 1
             seen += len(idx)
-            running.append(value.detach())  # no .item() here: it would wait for the GPU every step
-            bar.update(1)
+            track.bar.update(1)
             if step % every == 0 or step == total:
                 tick = time.perf_counter()
                 dev = evaluate(model)
-                loss = torch.stack(running).float().mean().item()
+                model.train()
+                loss = torch.stack(running).float().mean().item()  # the log step's one wait
                 running = []
-                best.history.append({"step": step, "loss": loss, "lr": update.scheduler.get_last_lr()[0], "dev": dev})
-                improved = selection_value(dev) > best_value
-                log.info(
-                    "%s step %d/%d: loss %.4f, dev score %.4f%s",
-                    label,
-                    step,
-                    total,
-                    loss,
-                    dev.get("score", float("nan")),
-                    " (best)" if improved else "",
-                )
-                bar.set_postfix_str(f"loss {loss:.4f} dev {dev.get('score', float('nan')):.4f}")
-                if improved or not best.state:
-                    best_value = selection_value(dev)
-                    best.state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
-                    best.best_step, best.dev = step, dev
-                    stale = 0
-                else:
-                    stale += 1
-                if cfg.patience and stale >= cfg.patience:
-                    log.info("%s: early stop at step %d, no dev improvement in %d evaluations", label, step, stale)
-                    stop = True
+                track.record(model, step, loss, max(update.scheduler.get_last_lr()), dev)
                 eval_seconds += time.perf_counter() - tick
-            if stop or step >= total:
+            if track.stop or step >= total:
                 break
-    bar.close()
+    track.bar.close()
     best.steps = step
     best.train_seconds = time.perf_counter() - start - eval_seconds
     best.train_examples = seen
     return best
+
+
+def train_step(model, batch, update: optim.Updater, cfg: FinetuneSettings, task_type: str, device) -> torch.Tensor:
+    """One optimiser step, queued without waiting for the device; returns the loss, on the device."""
+    with optim.autocast(device, cfg.precision):
+        value = heads.loss(heads.forward(model, batch), batch, task_type)
+    update.backward(value)
+    update.step(model.parameters(), cfg.grad_clip)
+    return value.detach()
+
+
+@dataclass
+class Tracker:
+    """Dev selection over a run's evaluations: the best state kept, early stopping, the log."""
+
+    best: Fit
+    label: str
+    total: int
+    patience: int
+    stop: bool = False
+    best_value: float = -math.inf
+    stale: int = 0
+    bar: Any = None
+
+    def __post_init__(self) -> None:
+        self.bar = progress(self.label, total=self.total, unit="step")
+
+    def record(self, model, step: int, loss: float, lr: float, dev: dict[str, float]) -> None:
+        best = self.best
+        best.history.append({"step": step, "loss": loss, "lr": lr, "dev": dev})
+        improved = selection_value(dev) > self.best_value
+        score = dev.get("score", float("nan"))
+        log.info(
+            "%s step %d/%d: loss %.4f, dev score %.4f%s",
+            self.label,
+            step,
+            self.total,
+            loss,
+            score,
+            " (best)" if improved else "",
+        )
+        self.bar.set_postfix_str(f"loss {loss:.4f} dev {score:.4f}")
+        if improved or not best.state:
+            self.best_value = selection_value(dev)
+            best.state = {k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()}
+            best.best_step, best.dev = step, dev
+            self.stale = 0
+        else:
+            self.stale += 1
+        if self.patience and self.stale >= self.patience:
+            log.info("%s: early stop at step %d, no dev improvement in %d evaluations", self.label, step, self.stale)
+            self.stop = True

@@ -80,6 +80,21 @@ class FinetuneSettings:
         default=True,
         metadata={"help": "batch examples of similar length together (less padding)"},
     )
+    layerwise_lr_decay: float = field(
+        default=1.0,
+        metadata={
+            "help": "layer-wise learning-rate decay in (0, 1]: layer l of L trains at lr x decay^(L-l), "
+            "the embeddings lowest (l = 0), the head at lr; 1 = none (Tinn et al. 2023)"
+        },
+    )
+    freeze_layers: int = field(
+        default=0,
+        metadata={"help": "freeze the embeddings and the lowest k encoder layers; 0 = train everything"},
+    )
+    reinit_top_layers: int = field(
+        default=0,
+        metadata={"help": "re-initialise the top k encoder layers with the model's initialiser before training"},
+    )
     grid: GridSettings = field(
         default_factory=GridSettings,
         metadata={"help": "hyper-parameter grid (lr x batch_size), the best chosen on dev; empty = none"},
@@ -88,8 +103,11 @@ class FinetuneSettings:
     device: Literal["auto", "cpu", "cuda"] = field(
         default="auto", metadata={"help": "where to train; auto = cuda when available"}
     )
-    precision: Literal["fp32", "bf16", "fp16"] = field(
-        default="fp32", metadata={"help": "autocast precision on GPU (CPU always runs fp32)"}
+    precision: Literal["auto", "fp32", "bf16", "fp16"] = field(
+        default="auto",
+        metadata={
+            "help": "autocast precision on GPU; auto = bf16, fp32 for regression (similarity); CPU always runs fp32"
+        },
     )
 
     def validate(self, where: str) -> None:
@@ -115,6 +133,11 @@ class FinetuneSettings:
             raise PipelineError(f"{where}.dropout: must be in [0, 1), got {self.dropout}")
         if self.weight_decay < 0 or self.grad_clip < 0:
             raise PipelineError(f"{where}: weight_decay and grad_clip must be >= 0")
+        if not 0 < self.layerwise_lr_decay <= 1:
+            raise PipelineError(f"{where}.layerwise_lr_decay: must be in (0, 1], got {self.layerwise_lr_decay}")
+        for key in ("freeze_layers", "reinit_top_layers"):
+            if getattr(self, key) < 0:
+                raise PipelineError(f"{where}.{key}: must be >= 0 (a number of layers), got {getattr(self, key)}")
         if not 0 < self.threshold < 1:
             raise PipelineError(f"{where}.threshold: must be in (0, 1), got {self.threshold}")
         if self.max_length is not None and self.max_length < 8:
