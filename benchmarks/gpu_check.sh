@@ -14,7 +14,5 @@ export PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}"
 python="${PYTHON:-python3}"
 status=0
 "$python" benchmarks/gpu_check_pretrain.py "$@" || status=$?
-if [ -f benchmarks/gpu_check_finetune.py ]; then
-    "$python" benchmarks/gpu_check_finetune.py "$@" || status=$?
-fi
+"$python" benchmarks/gpu_check_finetune.py "$@" || status=$?
 exit "$status"

@@ -15,7 +15,7 @@ grouped and dynamically padded, trained with the pipeline's own step
   and the card's examples/s is every run's timed examples over the span from that start to
   the last run's end.
 
-Writes JSON to $OUT (when set) or benchmarks/results/gpu/gpu_check_finetune.json.
+Writes JSON into --out-dir ($OUT when set, else benchmarks/results/gpu/), gpu_check_finetune.json.
 ``--cpu-smoke`` runs the same code with tiny shapes for a few steps on the CPU (no figure of
 it describes a GPU).
 """
@@ -171,6 +171,9 @@ def main(argv=None) -> None:
     parser.add_argument("--steps", type=int, default=None, help="timed steps per run (default 50; smoke 3)")
     parser.add_argument("--runs", type=int, nargs="+", default=None, help="runs per card (default 1 4 8; smoke 1 2)")
     parser.add_argument("--cpu-smoke", action="store_true", help="tiny shapes, a few steps, on the CPU")
+    parser.add_argument(
+        "--out-dir", default=os.environ.get("OUT") or str(ROOT / "benchmarks/results/gpu"), help="where the JSON goes"
+    )
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--device", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -203,7 +206,7 @@ def main(argv=None) -> None:
         "runs_per_card": per_card,
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    out = Path(os.environ["OUT"]) if os.environ.get("OUT") else ROOT / "benchmarks/results/gpu"
+    out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     name = "gpu_check_finetune_smoke.json" if args.cpu_smoke else "gpu_check_finetune.json"
     (out / name).write_text(json.dumps(record, indent=2) + "\n")
