@@ -28,6 +28,7 @@ from torch.utils._pytree import tree_flatten
 from workflow_scripts.atomic import write_json
 from workflow_scripts.config.study import load_study
 from workflow_scripts.distill import losses
+from workflow_scripts.distill import memory as distill_memory
 from workflow_scripts.pretrain import memory
 from workflow_scripts.pretrain.masking import apply_mask, draw, step_generator
 from workflow_scripts.pretrain.model import FLOPS_FORMULA, MLMObjective, train_flops_per_token
@@ -323,7 +324,7 @@ def _distill_run(study, name: str, common: dict, full_kl_tensors: float) -> Run:
     kl_all = s.kl_positions == "all" and objective.needs_logits
 
     def memory_for(micro: int, seq_len: int, full: bool) -> float:
-        chunked = memory.distill_step_bytes(st, te, micro, seq_len, s.mask_prob, kl_all, GPU)
+        chunked = distill_memory.distill_step_bytes(st, te, micro, seq_len, s.mask_prob, kl_all, GPU)
         rows = micro * seq_len if kl_all else 0
         chunk = memory.CHUNK_TENSORS * 4 * min(losses.CHUNK_ELEMENTS, rows * st.vocab)
         return chunked + (full_kl_tensors * 4 * rows * st.vocab - chunk if full and rows else 0)

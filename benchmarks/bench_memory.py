@@ -29,6 +29,7 @@ from transformers import (
 
 from workflow_scripts.atomic import write_json
 from workflow_scripts.distill import losses
+from workflow_scripts.distill import memory as distill_memory
 from workflow_scripts.distill.objective import DistillObjective
 from workflow_scripts.distill.settings import LossWeights
 from workflow_scripts.pretrain import memory
@@ -91,7 +92,9 @@ def estimate_vs_measured() -> list[dict]:
     st, te = memory.Encoder.of(student), memory.Encoder.of(teacher)
     p = memory.Precision(autocast=False, dropout=False, fused_attention=True)
     measured = measure(objective, 4000, 8, 128, False, 12 * st.params + 4 * te.params)
-    rows.append(_row("distill kl all", 8, 128, memory.distill_step_bytes(st, te, 8, 128, MASK, True, p), measured))
+    rows.append(
+        _row("distill kl all", 8, 128, distill_memory.distill_step_bytes(st, te, 8, 128, MASK, True, p), measured)
+    )
     common = dict(vocab_size=4000, embedding_size=128, max_position_embeddings=128, attention_probs_dropout_prob=0.0)
     torch.manual_seed(0)
     disc = ElectraForPreTraining(ElectraConfig(hidden_size=128, num_attention_heads=4, intermediate_size=512, **common))
@@ -181,13 +184,13 @@ def paper_choices(gpu_mem_gb: float = 80.0) -> list[dict]:
             "ours-distilled-align (large teacher, kl all)",
             8192 // 8,
             512,
-            lambda m, s: memory.distill_step_bytes(base, large, m, s, MASK, True, GPU),
+            lambda m, s: distill_memory.distill_step_bytes(base, large, m, s, MASK, True, GPU),
         ),
         (
             "distil-pubmedbert (6 layers, kl all)",
             256 // 8,
             512,
-            lambda m, s: memory.distill_step_bytes(student6, bert, m, s, MASK, True, GPU),
+            lambda m, s: distill_memory.distill_step_bytes(student6, bert, m, s, MASK, True, GPU),
         ),
     ]
     rows = []
@@ -209,7 +212,7 @@ def paper_choices(gpu_mem_gb: float = 80.0) -> list[dict]:
 def distilled_align_at_64(kl: list[dict]) -> dict:
     """ours-distilled-align at micro-batch 64 x 512 (the recipe before auto): chunked KL against the full one."""
     base, large = paper_encoder("roberta", 768, 12, 12, 50265), paper_encoder("roberta", 1024, 24, 16, 50265)
-    chunked = memory.distill_step_bytes(base, large, 64, 512, MASK, True, GPU)
+    chunked = distill_memory.distill_step_bytes(base, large, 64, 512, MASK, True, GPU)
     elements = 64 * 512 * 50265
     # fp32 [rows, V] tensors the full form keeps at its peak besides the bf16 gradient, measured above
     full_kl = max((r for r in kl if r["variant"] == "full"), key=lambda r: r["positions"])

@@ -39,6 +39,7 @@ from transformers import BertConfig, BertForMaskedLM, RobertaConfig, RobertaForM
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # the package from this working tree, whatever is installed
 
+from workflow_scripts.distill import memory as distill_memory  # noqa: E402
 from workflow_scripts.distill.objective import DistillObjective  # noqa: E402
 from workflow_scripts.distill.settings import DistillSettings, LossWeights  # noqa: E402
 from workflow_scripts.pretrain import memory  # noqa: E402
@@ -220,7 +221,7 @@ def section_distill(sh: Shapes, device: torch.device) -> dict:
     weights = LossWeights(mlm=5.0, kl=2.0, cosine=1.0)
     layer_map = [round((i + 1) * layers / sh.layers) for i in range(sh.layers)]
     objective = DistillObjective(student, teacher, weights, 2.0, layer_map, lambda: autocast(device))
-    estimate = memory.distill_estimate(student, teacher, DistillSettings(), device)
+    estimate = distill_memory.distill_estimate(student, teacher, DistillSettings(), device)
     seq_len = sh.distill_seq_len
     auto = memory.auto_micro_batch(lambda m: estimate(m, seq_len), sh.distill_share, memory.budget(card_gb(device)))
     flops = objective.flops_per_token(seq_len, MASK)

@@ -26,6 +26,7 @@ from ..typed import parse, to_dict
 from ..vocab.settings import VocabSettings
 from .resources import MODEL_RULES, JobResources, check_rules
 from .secrets import refuse_url_credentials
+from .seeds import check_seeds, parse_seeds
 
 CONTROL_KINDS = ("control", "baseline")
 
@@ -337,8 +338,8 @@ def resolve_task(name: str, entry: dict[str, Any], study: Study) -> ResolvedTask
         raise PipelineError(f"{where}: expected a mapping, got {entry!r}")
     overrides = {k: v for k, v in entry.items() if k not in _TASK_KEYS}
     spec = registry.resolve(name, overrides)
-    seeds = parse(_Seeds, {"seeds": entry.get("seeds", study.seeds)}, where).seeds
-    _check_seeds(f"{where}.seeds", seeds)
+    seeds = parse_seeds(entry.get("seeds", study.seeds), where)
+    check_seeds(f"{where}.seeds", seeds)
     finetune = resolve_finetune(study.finetune, spec, entry.get("finetune"), f"{where}.finetune")
     if spec.selection_fold is not None and not 0 <= spec.selection_fold < max(spec.folds, 1):
         raise PipelineError(f"{where}.selection_fold: {spec.selection_fold} is outside 0..{spec.folds - 1}")
@@ -361,27 +362,11 @@ def resolve_finetune(
     return finetune
 
 
-@dataclass
-class _Seeds:
-    seeds: list[int]
-
-
-SEED_MAX = 2**32 - 1  # numpy's limit; torch and random accept it too
-
-
-def _check_seeds(where: str, seeds: list[int]) -> None:
-    if not seeds or len(set(seeds)) != len(seeds):
-        raise PipelineError(f"{where}: give one or more distinct seeds, got {seeds}")
-    bad = [s for s in seeds if not 0 <= s <= SEED_MAX]
-    if bad:
-        raise PipelineError(f"{where}: each seed must be an integer from 0 to {SEED_MAX}, got {bad[0]}")
-
-
 def load_study(config: dict[str, Any]) -> Study:
     """Parse and cross-check a config mapping; raise PipelineError naming the first bad key."""
     refuse_url_credentials(config)
     study = parse(Study, config, "")
-    _check_seeds("seeds", study.seeds)
+    check_seeds("seeds", study.seeds)
     for name, m in study.models.items():
         _check_model(name, m, study)
     _check_cycles(study)

@@ -29,6 +29,7 @@ from ..pretrain.engine import add_data_arguments, data_inputs, execute, open_dat
 from ..pretrain.loop import Job
 from ..pretrain.model import MLMObjective, build_model, check_vocab, flops_record, load_pretrained, mlm_flops_fn
 from ..typed import load_settings, to_dict
+from .memory import distill_estimate
 from .objective import DistillObjective
 from .settings import DistillModelSettings, DistillSettings
 from .student import check_embedding_rows, freeze, from_teacher_layers, layer_map, same_vocabulary, teacher_layers
@@ -109,9 +110,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         data = open_data(args, s, tokenizer, out, d)
         key = training_key(s, data.keys, student, {"teacher": args.teacher, "init": args.init, "student": init_info})
         estimate = (
-            memory.distill_estimate(student, teacher, s, d.device)
-            if terms
-            else memory.mlm_estimate(student, s, d.device)
+            distill_estimate(student, teacher, s, d.device) if terms else memory.mlm_estimate(student, s, d.device)
         )
         s = memory.resolve_micro_batch(s, d.world, estimate, args.gpu_mem_gb)
         job = Job(

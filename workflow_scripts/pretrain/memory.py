@@ -133,25 +133,6 @@ def electra_step_bytes(
     return gen + sampling + disc
 
 
-def distill_step_bytes(
-    student: Encoder, teacher: Encoder, micro: int, seq_len: int, predicted: float, kl_all: bool, p: Precision
-) -> float:
-    """Student training step with its head on every position (kl_positions: all) or the masked ones,
-    plus the frozen teacher's weights, its logits and the chunked KL (losses.CHUNK_ELEMENTS)."""
-    from ..distill.losses import CHUNK_ELEMENTS
-
-    tokens = micro * seq_len
-    rows = tokens if kl_all else predicted * tokens
-    low = 2 if p.autocast else 4
-    student_step = mlm_step_bytes(student, micro, seq_len, predicted, p)
-    logits = rows * student.vocab * low * 3  # student logits, teacher logits, the student logits' gradient
-    head = rows * 4 * student.hidden * 4
-    chunk = CHUNK_TENSORS * 4 * min(CHUNK_ELEMENTS, rows * student.vocab)
-    teacher_weights = teacher.params * (2 if p.autocast else 4)
-    teacher_last = tokens * 4 * teacher.hidden
-    return student_step + logits + head + chunk + teacher_weights + teacher_last
-
-
 def mlm_estimate(model: torch.nn.Module, s: PretrainSettings, device: torch.device) -> StepBytes:
     e, p = Encoder.of(model), Precision.of(model, device, s.precision)
     return lambda micro, seq_len: mlm_step_bytes(e, micro, seq_len, s.mask_prob, p)
@@ -160,13 +141,6 @@ def mlm_estimate(model: torch.nn.Module, s: PretrainSettings, device: torch.devi
 def electra_estimate(discriminator, generator, s: PretrainSettings, device: torch.device) -> StepBytes:
     d, g, p = Encoder.of(discriminator), Encoder.of(generator), Precision.of(discriminator, device, s.precision)
     return lambda micro, seq_len: electra_step_bytes(d, g, micro, seq_len, s.mask_prob, p)
-
-
-def distill_estimate(student, teacher, s, device: torch.device) -> StepBytes:
-    """``s``: DistillSettings."""
-    st, te, p = Encoder.of(student), Encoder.of(teacher), Precision.of(student, device, s.precision)
-    kl_all = s.kl_positions == "all"
-    return lambda micro, seq_len: distill_step_bytes(st, te, micro, seq_len, s.mask_prob, kl_all, p)
 
 
 def add_gpu_memory_argument(ap: argparse.ArgumentParser) -> None:
