@@ -23,7 +23,7 @@ def minilm() -> Path:
     return Path(FOUND.submodule_search_locations[0]) / "model"
 
 
-def write_study(root: Path, models: bool = True, tasks: bool = True) -> Path:
+def write_study(root: Path, models: bool = True, tasks: bool = True, checkpoint: Path | None = None) -> Path:
     """A study directory: config.yaml, and the task's files as a user keeps them."""
     study = root / "study"
     (study / "data").mkdir(parents=True)
@@ -35,7 +35,7 @@ def write_study(root: Path, models: bool = True, tasks: bool = True) -> Path:
     # a few steps: the point is the path through the workflow, not the score
     ner["finetune"] = {"batch_size": 16, "lr": 1.0e-4, "epochs": 1, "max_steps": 6, "eval_every": 0, "patience": 0}
     config = {
-        "models": {"minilm": {"kind": "external", "display": "all-MiniLM-L6-v2", "checkpoint": str(minilm())}}
+        "models": {"minilm": {"kind": "external", "display": "all-MiniLM-L6-v2", "checkpoint": str(checkpoint or minilm())}}
         if models
         else {},
         "tasks": {"my-ner": ner} if tasks else {},
@@ -58,7 +58,8 @@ def test_real_checkpoint_directory_loads_as_an_uncased_wordpiece_bert():
 
 
 def test_one_external_checkpoint_on_one_local_task_runs_the_default_target(tmp_path):
-    study = write_study(tmp_path)
+    checkpoint = shutil.copytree(minilm(), tmp_path / "my-checkpoint")
+    study = write_study(tmp_path, checkpoint=checkpoint)
     result = run_demo(study)
     assert result.returncode == 0, result.stderr[-4000:]
     tables = study / "results" / "tables"
@@ -73,6 +74,11 @@ def test_one_external_checkpoint_on_one_local_task_runs_the_default_target(tmp_p
     assert not (tables / "corpora.csv").exists() and not (tables / "heldout_mlm.csv").exists()
     again = run_demo(study, "-n")
     assert "Nothing to be done" in again.stdout + again.stderr
+    # the folder is read in place; a file of it that changes reruns what read it
+    config = checkpoint / "config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "note": "edited"}))
+    changed = run_demo(study, "-n")
+    assert planned_jobs(changed.stdout)["finetune"] == 1, changed.stdout[-2000:]
 
 
 @pytest.mark.parametrize("models, tasks", [(True, False), (False, True)])

@@ -11,9 +11,11 @@ import re
 import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from .. import paths
+from ..download.hub import HubFile, wanted
 from .restricted import restricted as restricted_marks
 from .study import Study
 
@@ -160,11 +162,23 @@ def model_marker(study: Study, name: str) -> list[str]:
     plain rerun rebuild the model when any is deleted (Snakemake reruns a job only for a missing
     output some job needs)."""
     m = study.models.get(name)
-    if m is None or m.kind == "baseline" or (m.kind == "external" and isinstance(m.checkpoint, str)):
+    if m is None or m.kind == "baseline":
         return []
+    if m.kind == "external" and isinstance(m.checkpoint, str):
+        return local_checkpoint_files(m.checkpoint)
     if m.kind == "external":  # a hub snapshot: its download job writes the record last
         return [f"{model_dir(study, name)}/provenance.json"]
     return [f"{model_dir(study, name)}/{f}" for f in MODEL_FILES]
+
+
+def local_checkpoint_files(folder: str) -> list[str]:
+    """What transformers loads from a local checkpoint folder (configuration, tokenizer, weights):
+    as inputs of its consumers, an edited file reruns them; the folder is read in place."""
+    root = Path(folder)
+    if not root.is_dir():
+        return []
+    files = [HubFile(p.name, 0, None, None) for p in sorted(root.iterdir()) if p.is_file()]
+    return [str(root / f.path) for f in wanted(files)]
 
 
 def tokenizer_marker(study: Study, model: str) -> list[str]:
