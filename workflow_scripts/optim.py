@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -62,10 +63,46 @@ def linear_factor(step: int, total: int, warmup: int) -> float:
     return max(0.0, (total - step) / max(1, total - warmup))
 
 
-def schedule(optimizer: torch.optim.Optimizer, total: int, warmup_ratio: float) -> torch.optim.lr_scheduler.LambdaLR:
-    """Curve ``linear`` over ``total`` updates (its arguments come from the settings, never from a checkpoint)."""
-    curve = functools.partial(linear_factor, total=total, warmup=warmup_steps(warmup_ratio, total))
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, curve)
+@dataclass(frozen=True)
+class Curve:
+    """The learning-rate curve after warm-up: ``linear`` decay to 0 at the end, ``constant`` at the
+    peak, or ``wsd`` (warm-up, stable, decay): at the peak until the last ``decay_ratio`` of the
+    run, then down to 0 with ``decay_shape`` (linear, 1-sqrt or cosine)."""
+
+    kind: str = "linear"
+    decay_ratio: float = 0.0
+    decay_shape: str = "linear"
+
+
+LINEAR = Curve()
+DECAY_SHAPES = {
+    "linear": lambda t: 1.0 - t,
+    "1-sqrt": lambda t: 1.0 - math.sqrt(t),
+    "cosine": lambda t: 0.5 * (1.0 + math.cos(math.pi * t)),
+}
+
+
+def curve_factor(step: int, total: int, warmup: int, curve: Curve) -> float:
+    """The fraction of the peak learning rate that update ``step`` (from 0) runs at: warm-up from 0
+    as in :func:`linear_factor`, then the curve; a decay of D updates starts at ``total - D`` at
+    the peak and ends at 0 at ``total``."""
+    if curve.kind == "linear" or step < warmup:
+        return linear_factor(step, total, warmup)
+    if curve.kind == "constant":
+        return 1.0
+    decay = max(1, round(curve.decay_ratio * total))
+    start = total - decay
+    if step < start:
+        return 1.0
+    return max(0.0, DECAY_SHAPES[curve.decay_shape](min(1.0, (step - start) / decay)))
+
+
+def schedule(
+    optimizer: torch.optim.Optimizer, total: int, warmup_ratio: float, curve: Curve = LINEAR
+) -> torch.optim.lr_scheduler.LambdaLR:
+    """``curve`` over ``total`` updates (its arguments come from the settings, never from a checkpoint)."""
+    factor = functools.partial(curve_factor, total=total, warmup=warmup_steps(warmup_ratio, total), curve=curve)
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
 def amp_dtype(device: torch.device, precision: str) -> torch.dtype | None:
@@ -142,12 +179,13 @@ def updater(
     precision: str,
     device: torch.device,
     groups: list[dict[str, Any]] | None = None,
+    curve: Curve = LINEAR,
 ) -> Updater:
     """The whole recipe for training ``module`` (on ``device``) for ``total_steps`` updates: AdamW
-    over :func:`decay_groups` or the given ``groups`` (fused on CUDA), curve ``linear`` (scaling
+    over :func:`decay_groups` or the given ``groups`` (fused on CUDA), ``curve`` (scaling
     each group's own lr), the fp16 loss scaler."""
     optimizer = torch.optim.AdamW(
         groups or decay_groups(module, weight_decay), lr=lr, betas=tuple(betas), eps=eps, fused=device.type == "cuda"
     )
     scaler = torch.amp.GradScaler("cuda", enabled=amp_dtype(device, precision) == torch.float16)
-    return Updater(optimizer, schedule(optimizer, total_steps, warmup_ratio), scaler)
+    return Updater(optimizer, schedule(optimizer, total_steps, warmup_ratio, curve), scaler)

@@ -210,3 +210,54 @@ def test_seeding_covers_python_numpy_and_torch():
     assert draws() == first
     optim.seed_everything(4)
     assert all(a != b for a, b in zip(draws(), first, strict=True))
+
+
+# 100 updates, 10 of warm-up; wsd decays over the last 20 (from update 80 to 0 at update 100)
+@pytest.mark.parametrize(
+    "shape, middle",
+    [("linear", 0.5), ("1-sqrt", 1 - 0.5**0.5), ("cosine", 0.5)],
+)
+def test_wsd_warms_up_holds_the_peak_then_decays_to_zero_in_its_shape(shape, middle):
+    curve = optim.Curve("wsd", decay_ratio=0.2, decay_shape=shape)
+    factor = [optim.curve_factor(step, 100, 10, curve) for step in range(101)]
+    assert factor[0] == 0.0 and factor[5] == pytest.approx(0.5)  # warm-up as on the linear curve
+    assert factor[10] == factor[50] == factor[79] == factor[80] == 1.0  # stable up to the decay's start
+    assert factor[90] == pytest.approx(middle)  # half-way through the decay
+    assert factor[100] == pytest.approx(0.0, abs=1e-12)
+    assert all(a >= b for a, b in zip(factor[80:], factor[81:], strict=False))
+
+
+def test_constant_with_warmup_holds_the_peak_to_the_end():
+    curve = optim.Curve("constant")
+    assert [optim.curve_factor(s, 100, 10, curve) for s in (0, 5, 10, 99)] == [0.0, 0.5, 1.0, 1.0]
+
+
+def test_a_wsd_updater_runs_its_updates_at_the_curves_rates():
+    model = torch.nn.Linear(2, 2)
+    curve = optim.Curve("wsd", decay_ratio=0.5, decay_shape="1-sqrt")
+    update = optim.updater(
+        model,
+        lr=1.0,
+        weight_decay=0.0,
+        eps=1e-8,
+        total_steps=8,
+        warmup_ratio=0.25,
+        precision="fp32",
+        device=torch.device("cpu"),
+        curve=curve,
+    )
+    rates = []
+    for _ in range(8):
+        model(torch.ones(1, 2)).sum().backward()
+        rates.append(update.step(model.parameters(), 0.0)[1])
+    assert rates[:6] == pytest.approx([0.0, 0.5, 1.0, 1.0, 1.0, 1 - 0.25**0.5])
+    assert rates[6:] == pytest.approx([1 - 0.5**0.5, 1 - 0.75**0.5])
+
+
+def test_a_wsd_recipe_whose_warmup_and_decay_overlap_is_refused():
+    from workflow_scripts.errors import PipelineError
+    from workflow_scripts.pretrain.settings import PretrainSettings
+    from workflow_scripts.typed import parse
+
+    with pytest.raises(PipelineError, match=r"decay_ratio: warm-up and decay together must fit"):
+        parse(PretrainSettings, {"schedule": "wsd", "warmup_ratio": 0.5, "decay_ratio": 0.6}, "models.m.pretrain")

@@ -219,6 +219,14 @@ def test_stopped_run_resumes_to_the_same_weights(base, tmp_path):
     assert [r["step"] for r in _log(part)] == [r["step"] for r in _log(full)]
 
 
+def test_a_wsd_run_holds_its_peak_then_decays_in_the_last_fifth(base, tmp_path):
+    out = _pretrain(base, tmp_path, "wsd", max_steps=20, log_every=1, schedule="wsd", decay_ratio=0.2)
+    rates = [row["lr"] for row in _log(out)]
+    assert rates[:2] == pytest.approx([0.0, 1e-3])  # two warm-up updates to the peak of 2e-3
+    assert rates[2:17] == pytest.approx([2e-3] * 15)
+    assert rates[16:] == pytest.approx([2e-3, 1.5e-3, 1e-3, 0.5e-3])
+
+
 def test_batches_built_in_series_train_the_weights_prefetched_ones_do(base, tmp_path):
     common = dict(max_steps=12, checkpoint_every=100, dropout=0.1)
     (tmp_path / "a").mkdir()

@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
+from .. import optim
 from ..errors import PipelineError
 
 # hidden, layers, heads, intermediate; "small" is BERT-small (Turc et al.), tiny suits CPU tests and the demo
@@ -126,7 +127,20 @@ class PretrainSettings:
         metadata={"help": "Peak learning rate (default by size: 2e-3 tiny, 1e-3 small, 6e-4 base, 4e-4 large)."},
     )
     warmup_ratio: float = field(
-        default=0.06, metadata={"help": "Fraction of max_steps of linear warm-up before linear decay to zero."}
+        default=0.06, metadata={"help": "Fraction of max_steps of linear warm-up from 0 to the peak."}
+    )
+    schedule: Literal["linear", "constant_with_warmup", "wsd"] = field(
+        default="linear",
+        metadata={
+            "help": "After warm-up: linear (decay to 0 at max_steps, RoBERTa's), constant_with_warmup (at the "
+            "peak), or wsd (warm-up, stable at the peak, then the last decay_ratio of the run decays to 0)."
+        },
+    )
+    decay_ratio: float = field(
+        default=0.1, metadata={"help": "wsd: the fraction of max_steps spent decaying at the end."}
+    )
+    decay_shape: Literal["linear", "1-sqrt", "cosine"] = field(
+        default="linear", metadata={"help": "wsd: the decay's shape (1-sqrt: 1 - sqrt(t), MiniCPM's and ModernBERT's)."}
     )
     weight_decay: float = field(
         default=0.01, metadata={"help": "AdamW weight decay (not applied to biases and LayerNorm)."}
@@ -189,6 +203,10 @@ class PretrainSettings:
     def peak_lr(self) -> float:
         return self.lr if self.lr is not None else DEFAULT_LR[self.size]
 
+    def curve(self) -> optim.Curve:
+        kind = {"linear": "linear", "constant_with_warmup": "constant", "wsd": "wsd"}[self.schedule]
+        return optim.Curve(kind, self.decay_ratio, self.decay_shape)
+
     def phase_steps(self) -> list[int]:
         """Steps per phase; the last phase takes the rounding remainder."""
         steps = [int(round(p.fraction * self.max_steps)) for p in self.phases]
@@ -225,6 +243,12 @@ class PretrainSettings:
             ),
             (self.peak_lr() > 0, "lr", "must be positive"),
             (0 <= self.warmup_ratio < 1, "warmup_ratio", "must be in [0, 1)"),
+            (0 < self.decay_ratio <= 1, "decay_ratio", "must be in (0, 1]"),
+            (
+                self.schedule != "wsd" or self.warmup_ratio + self.decay_ratio <= 1,
+                "decay_ratio",
+                "warm-up and decay together must fit in max_steps (warmup_ratio + decay_ratio <= 1)",
+            ),
             (self.weight_decay >= 0, "weight_decay", "must be non-negative"),
             (len(self.betas) == 2 and all(0 <= b < 1 for b in self.betas), "betas", "give two numbers in [0, 1)"),
             (self.eps > 0, "eps", "must be positive"),

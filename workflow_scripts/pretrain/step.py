@@ -60,6 +60,7 @@ class TrainStep:
             warmup_ratio=settings.warmup_ratio,
             precision=settings.precision,
             device=dist.device,
+            curve=settings.curve(),
         )
         self.runner: nn.Module = self.objective
         self.stats: dict[str, torch.Tensor] = {}
