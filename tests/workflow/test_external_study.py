@@ -35,7 +35,9 @@ def write_study(root: Path, models: bool = True, tasks: bool = True, checkpoint:
     # a few steps: the point is the path through the workflow, not the score
     ner["finetune"] = {"batch_size": 16, "lr": 1.0e-4, "epochs": 1, "max_steps": 6, "eval_every": 0, "patience": 0}
     config = {
-        "models": {"minilm": {"kind": "external", "display": "all-MiniLM-L6-v2", "checkpoint": str(checkpoint or minilm())}}
+        "models": {
+            "minilm": {"kind": "external", "display": "all-MiniLM-L6-v2", "checkpoint": str(checkpoint or minilm())}
+        }
         if models
         else {},
         "tasks": {"my-ner": ner} if tasks else {},
