@@ -198,8 +198,12 @@ def test_models_share_packs_and_continual_models_pack_with_their_checkpoints_tok
     root = Path(__file__).resolve().parents[2]
     study = load_config(yaml.safe_load((root / "config.yaml").read_text()), root / "schemas/config.schema.yaml")
     assert plan.model_tokenizer(study, "ours-base-pm-voc") == ("vocab~pm-bpe50k", "results/vocab/pm-bpe50k")
-    # continual pretraining from an external checkpoint: that checkpoint's tokenizer
-    assert plan.model_tokenizer(study, "ours-base-pm") == ("model~roberta-base", "FacebookAI/roberta-base")
+    # continual pretraining from an external checkpoint: that checkpoint's tokenizer, in its snapshot,
+    # whose download job the pack jobs wait for
+    assert plan.model_tokenizer(study, "ours-base-pm") == ("model~roberta-base", "results/raw/models/roberta-base")
+    assert plan.pack_tokenizer_marker(study, "model~roberta-base") == [
+        "results/raw/models/roberta-base/provenance.json"
+    ]
     # continuing a model built here, or distilling from it: the vocabulary it was built with
     assert plan.model_tokenizer(study, "ours-base-train-longer")[0] == "vocab~pm-m3-bpe50k"
     assert plan.model_tokenizer(study, "distil-pubmedbert")[0] == "vocab~pm-wordpiece30k-uncased"
