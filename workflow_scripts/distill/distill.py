@@ -65,6 +65,83 @@ def make_student(s: DistillSettings, teacher, teacher_tok, init: str | None, whe
     return student, {"init": "random", "shape": list(s.shape()), "architecture": s.architecture}
 
 
+def _check_attention(student, teacher, mapping: list[int], where: str) -> None:
+    """Attention terms compare maps head by head, of transformer layers."""
+    if student.config.num_attention_heads != teacher.config.num_attention_heads:
+        raise PipelineError(
+            f"{where}.loss: attention terms need equal head counts (student "
+            f"{student.config.num_attention_heads}, teacher "
+            f"{teacher.config.num_attention_heads})"
+        )
+    if 0 in mapping:
+        raise PipelineError(
+            f"{where}.layer_map: attention terms need transformer layers (1..{teacher.config.num_hidden_layers}), not 0"
+        )
+
+
+def _objective(s: DistillSettings, student, teacher, mapping: list[int], device: torch.device):
+    """The student's objective: the distillation loss, or plain MLM when no teacher term is weighted."""
+    if not s.loss.teacher_terms():
+        log.info("no teacher terms: plain MLM of the student (the 'train longer' control)")
+        return MLMObjective(student)
+    teacher.to(device)
+    dtype = optim.amp_dtype(device, s.teacher_precision)
+    if dtype is not None:
+        teacher.to(dtype)
+    autocast = functools.partial(optim.autocast, device, s.teacher_precision)
+    return DistillObjective(student, teacher, s.loss, s.temperature, mapping, autocast, s.kl_positions)
+
+
+def _recipe(args: argparse.Namespace, s: DistillSettings, student, teacher, mapping, init_info, job: Job) -> dict:
+    """What the student's provenance records beside the engine's own fields."""
+    return {
+        "teacher": {
+            "path": args.teacher,
+            "model_type": teacher.config.model_type,
+            "hidden_size": teacher.config.hidden_size,
+            "num_layers": teacher.config.num_hidden_layers,
+        },
+        "recipe": {
+            "loss": to_dict(s.loss),
+            "temperature": s.temperature,
+            "kl_positions": s.kl_positions,
+            "layer_map": mapping,
+            "student": init_info,
+            "control": not s.loss.teacher_terms(),
+        },
+        "model": {"parameters": sum(p.numel() for p in student.parameters()), "config": student.config.to_dict()},
+        "micro_batch_size": s.micro_batch_size,
+        "flops": flops_record(job.flops_per_token, [p.seq_len for p in s.phases]),
+    }
+
+
+def _job(args, s: DistillSettings, student, teacher, tokenizer, objective, init_info, out: Path, d) -> tuple:
+    """The training job (its data, resumption key and micro-batch) and its data's provenance inputs."""
+    terms = s.loss.teacher_terms()
+    data = open_data(args, s, tokenizer, out, d)
+    key = training_key(s, data.keys, student, {"teacher": args.teacher, "init": args.init, "student": init_info})
+    estimate = distill_estimate(student, teacher, s, d.device) if terms else memory.mlm_estimate(student, s, d.device)
+    s = memory.resolve_micro_batch(s, d.world, estimate, args.gpu_mem_gb)
+    flops = (
+        functools.partial(objective.flops_per_token, mask_prob=s.mask_prob)
+        if terms
+        else mlm_flops_fn(student, s.mask_prob)
+    )
+    job = Job(
+        settings=s,
+        objective=objective,
+        model=student,
+        tokenizer=tokenizer,
+        phases=data.phases,
+        heldout=data.heldout,
+        state_dir=out / "training_state",
+        digest=resume_digest(out / "training_state", key, d),
+        flops_per_token=flops,
+        dist=d,
+    )
+    return job, data
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     started = provenance.now()
     args = parse_args(argv)
@@ -77,82 +154,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         optim.seed_everything(s.seed)  # the student's new layers and the projections start from the seed
         out = Path(args.out)
-        terms = s.loss.teacher_terms()
-        needs_attention = any(k in terms for k in ("attention_mse", "attention_kl"))
         teacher, tokenizer = load_pretrained(args.teacher, "--teacher", s.attention)
         freeze(teacher)
-        max_len = max(p.seq_len for p in s.phases)
-        student, init_info = make_student(s, teacher, tokenizer, args.init, where, max_len)
+        student, init_info = make_student(s, teacher, tokenizer, args.init, where, max(p.seq_len for p in s.phases))
         check_vocab(student, tokenizer, args.teacher)
         check_embedding_rows(teacher, student, f"{args.teacher} vs the student")
-        if needs_attention and student.config.num_attention_heads != teacher.config.num_attention_heads:
-            raise PipelineError(
-                f"{where}.loss: attention terms need equal head counts (student "
-                f"{student.config.num_attention_heads}, teacher "
-                f"{teacher.config.num_attention_heads})"
-            )
         mapping = layer_map(student.config.num_hidden_layers, teacher.config.num_hidden_layers, s, where)
-        if needs_attention and 0 in mapping:
-            raise PipelineError(
-                f"{where}.layer_map: attention terms need transformer layers "
-                f"(1..{teacher.config.num_hidden_layers}), not 0"
-            )
-        if terms:
-            teacher.to(d.device)
-            dtype = optim.amp_dtype(d.device, s.teacher_precision)
-            if dtype is not None:
-                teacher.to(dtype)
-            autocast = functools.partial(optim.autocast, d.device, s.teacher_precision)
-            objective = DistillObjective(student, teacher, s.loss, s.temperature, mapping, autocast, s.kl_positions)
-        else:
-            log.info("no teacher terms: plain MLM of the student (the 'train longer' control)")
-            objective = MLMObjective(student)
-        data = open_data(args, s, tokenizer, out, d)
-        key = training_key(s, data.keys, student, {"teacher": args.teacher, "init": args.init, "student": init_info})
-        estimate = (
-            distill_estimate(student, teacher, s, d.device) if terms else memory.mlm_estimate(student, s, d.device)
-        )
-        s = memory.resolve_micro_batch(s, d.world, estimate, args.gpu_mem_gb)
-        job = Job(
-            settings=s,
-            objective=objective,
-            model=student,
-            tokenizer=tokenizer,
-            phases=data.phases,
-            heldout=data.heldout,
-            state_dir=out / "training_state",
-            digest=resume_digest(out / "training_state", key, d),
-            flops_per_token=(
-                functools.partial(objective.flops_per_token, mask_prob=s.mask_prob)
-                if terms
-                else mlm_flops_fn(student, s.mask_prob)
-            ),
-            dist=d,
-        )
+        if any(k in s.loss.teacher_terms() for k in ("attention_mse", "attention_kl")):
+            _check_attention(student, teacher, mapping, where)
+        objective = _objective(s, student, teacher, mapping, d.device)
+        job, data = _job(args, s, student, teacher, tokenizer, objective, init_info, out, d)
         inputs = {
             "teacher": args.teacher,
             **data_inputs(args, data),
             "settings": args.settings,
             **({"init": args.init} if args.init else {}),
-        }
-        extra = {
-            "teacher": {
-                "path": args.teacher,
-                "model_type": teacher.config.model_type,
-                "hidden_size": teacher.config.hidden_size,
-                "num_layers": teacher.config.num_hidden_layers,
-            },
-            "recipe": {
-                "loss": to_dict(s.loss),
-                "temperature": s.temperature,
-                "kl_positions": s.kl_positions,
-                "layer_map": mapping,
-                "student": init_info,
-                "control": not terms,
-            },
-            "model": {"parameters": sum(p.numel() for p in student.parameters()), "config": student.config.to_dict()},
-            "micro_batch_size": s.micro_batch_size,
-            "flops": flops_record(job.flops_per_token, [p.seq_len for p in s.phases]),
         }
         execute(
             job,
@@ -161,7 +177,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             inputs=inputs,
             params={"name": entry.name, "distill": to_dict(entry.distill)},
             started=started,
-            extra=extra,
+            extra=_recipe(args, job.settings, student, teacher, mapping, init_info, job),
             stop_after=args.stop_after,
         )
     finally:
