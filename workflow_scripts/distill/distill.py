@@ -25,7 +25,7 @@ from ..cli import run
 from ..errors import PipelineError
 from ..pretrain import dist as distributed
 from ..pretrain import memory
-from ..pretrain.engine import add_data_arguments, data_inputs, execute, open_data, resume_digest, training_key
+from ..pretrain.engine import add_data_arguments, data_inputs, execute, open_data, training_job, training_key
 from ..pretrain.loop import Job
 from ..pretrain.model import MLMObjective, build_model, check_vocab, flops_record, load_pretrained, mlm_flops_fn
 from ..typed import load_settings, to_dict
@@ -127,17 +127,8 @@ def _job(args, s: DistillSettings, student, teacher, tokenizer, objective, init_
         if terms
         else mlm_flops_fn(student, s.mask_prob)
     )
-    job = Job(
-        settings=s,
-        objective=objective,
-        model=student,
-        tokenizer=tokenizer,
-        phases=data.phases,
-        heldout=data.heldout,
-        state_dir=out / "training_state",
-        digest=resume_digest(out / "training_state", key, d),
-        flops_per_token=flops,
-        dist=d,
+    job = training_job(
+        s, data, key, out, d, objective=objective, model=student, tokenizer=tokenizer, flops_per_token=flops
     )
     return job, data
 

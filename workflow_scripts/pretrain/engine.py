@@ -175,6 +175,21 @@ def resume_digest(state_dir: Path, key: dict, dist: Dist) -> str:
     return value
 
 
+def training_job(settings: PretrainSettings, data: Data, key: dict, out: Path, dist: Dist, **parts: Any) -> Job:
+    """A job training on ``data``, its state in ``out/training_state`` and resumable under ``key``;
+    ``parts``: the objective, model, tokenizer and the rest of what differs between objectives."""
+    state = out / "training_state"
+    return Job(
+        settings=settings,
+        phases=data.phases,
+        heldout=data.heldout,
+        state_dir=state,
+        digest=resume_digest(state, key, dist),
+        dist=dist,
+        **parts,
+    )
+
+
 def execute(job: Job, out: Path, **kwargs: Any) -> dict[str, Any] | None:
     """Train and export under the training state's lock, so no second trainer starts before the export is done."""
     with ckpt.locked(job.state_dir, job.dist.main):

@@ -31,7 +31,7 @@ from ..tokenizer import load_tokenizer
 from ..typed import load_settings, to_dict
 from . import dist as distributed
 from . import electra, memory
-from .engine import Data, add_data_arguments, data_inputs, execute, open_data, resume_digest, training_key
+from .engine import Data, add_data_arguments, data_inputs, execute, open_data, training_job, training_key
 from .loop import Job
 from .model import MLMObjective, build_model, check_vocab, flops_record, load_pretrained, mlm_flops_fn
 from .settings import PretrainModelSettings, PretrainSettings
@@ -103,18 +103,18 @@ def mlm_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: dist
     data = open_data(args, s, tokenizer, out, d)
     key = training_key(s, data.keys, model, {"init": args.init})
     s = memory.resolve_micro_batch(s, d.world, memory.mlm_estimate(model, s, d.device), args.gpu_mem_gb)
-    return Job(
-        settings=s,
+    job = training_job(
+        s,
+        data,
+        key,
+        out,
+        d,
         objective=MLMObjective(model),
         model=model,
         tokenizer=tokenizer,
-        phases=data.phases,
-        heldout=data.heldout,
-        state_dir=out / "training_state",
-        digest=resume_digest(out / "training_state", key, d),
         flops_per_token=mlm_flops_fn(model, s.mask_prob),
-        dist=d,
-    ), data
+    )
+    return job, data
 
 
 def electra_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: distributed.Dist) -> tuple[Job, Data]:
@@ -130,20 +130,20 @@ def electra_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: 
     key = training_key(s, data.keys, discriminator, {"init": args.init, "generator": generator.config.to_dict()})
     estimate = memory.electra_estimate(discriminator, generator, s, d.device)
     s = memory.resolve_micro_batch(s, d.world, estimate, args.gpu_mem_gb)
-    return Job(
-        settings=s,
+    job = training_job(
+        s,
+        data,
+        key,
+        out,
+        d,
         objective=electra.ElectraObjective(discriminator, generator, s.electra),
         model=discriminator,
         tokenizer=tokenizer,
-        phases=data.phases,
-        heldout=data.heldout,
-        state_dir=out / "training_state",
-        digest=resume_digest(out / "training_state", key, d),
         flops_per_token=electra.flops_fn(discriminator, generator, s.mask_prob),
-        dist=d,
         evaluator=electra.evaluate,
         companions={electra.GENERATOR_DIR: generator},
-    ), data
+    )
+    return job, data
 
 
 def check_positions(model, max_len: int, args: argparse.Namespace) -> None:
