@@ -21,9 +21,10 @@ import numpy as np
 import torch
 
 from ..tokenizer import Specials
+from . import layout
 from .data import BlockOrder, PackedCorpus
 from .masking import StepStream, apply_mask, draw, step_generator
-from .settings import PretrainSettings
+from .settings import BranchStart, PretrainSettings
 
 log = logging.getLogger(__name__)
 
@@ -44,14 +45,7 @@ class StepBatch:
     seq_len: int
     micro: list[MicroBatch]
     masked: int  # masked tokens in this process's rows
-
-
-def phase_of(steps_per_phase: list[int], step: int) -> tuple[int, int]:
-    for i, n in enumerate(steps_per_phase):
-        if step < n:
-            return i, step
-        step -= n
-    raise ValueError(step)
+    mask_prob: float | None = None  # the phase's masking rate (None: the model's)
 
 
 def prediction_slots(mask_prob: float, rows: int, seq_len: int, whole_word: bool) -> int:
@@ -64,15 +58,22 @@ def prediction_slots(mask_prob: float, rows: int, seq_len: int, whole_word: bool
 
 
 def mask_rows(
-    settings: PretrainSettings, specials: Specials, toks: np.ndarray, flags: np.ndarray, stream: StepStream, first: int
+    settings: PretrainSettings,
+    specials: Specials,
+    toks: np.ndarray,
+    flags: np.ndarray,
+    stream: StepStream,
+    first: int,
+    mask_prob: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(ids, masked ids, selection) of the blocks ``toks`` masked with rows ``first ..`` of ``stream``'s draws."""
+    """(ids, masked ids, selection) of the blocks ``toks`` masked with rows ``first ..`` of ``stream``'s draws,
+    at ``mask_prob`` (default: the model's)."""
     input_ids = torch.from_numpy(toks)
     masked, selected = apply_mask(
         input_ids,
         torch.from_numpy(flags),
         draw(stream, len(toks), toks.shape[1], specials.vocab_size, first_row=first),
-        mask_prob=settings.mask_prob,
+        mask_prob=settings.mask_prob if mask_prob is None else mask_prob,
         mask_id=specials.mask,
         mask_replace_prob=settings.mask_replace_prob,
         random_replace_prob=settings.random_replace_prob,
@@ -105,8 +106,9 @@ def fixed_predictions(selected: torch.Tensor, input_ids: torch.Tensor, slots: in
 class BatchBuilder:
     """Builds step ``step``'s batch for process ``rank``: ``share`` rows in micro-batches of ``micro``.
 
-    ``fixed_slots`` pads predictions to :func:`prediction_slots`; ``pin`` puts the tensors in
-    pinned memory, so the copy to the GPU does not wait."""
+    ``fixed_slots`` pads predictions to :func:`prediction_slots` at each phase's masking rate;
+    ``pin`` puts the tensors in pinned memory, so the copy to the GPU does not wait; ``branch``
+    starts the steps (layout.py) where a decay branch leaves its parent."""
 
     def __init__(
         self,
@@ -118,30 +120,33 @@ class BatchBuilder:
         micro: int,
         fixed_slots: bool = True,
         pin: bool = False,
+        branch: BranchStart | None = None,
     ) -> None:
         self.s, self.phases, self.specials = settings, phases, specials
         self.rank, self.share, self.micro = rank, share, micro
         self.fixed_slots, self.pin = fixed_slots, pin
-        self.steps_per_phase = settings.phase_steps()
-        self.orders = [BlockOrder(len(p), settings.seed, i) for i, p in enumerate(phases)]
+        self.segments = layout.segments(settings, branch)
+        self.orders = {p.stream: BlockOrder(len(phases[p.data]), settings.seed, p.stream) for p in self.segments}
 
     def __call__(self, step: int) -> StepBatch:
         s = self.s
-        phase, in_phase = phase_of(self.steps_per_phase, step)
-        data, order = self.phases[phase], self.orders[phase]
+        part = layout.locate(self.segments, step)
+        data, order = self.phases[part.data], self.orders[part.stream]
         L = data.seq_len
-        self._note_epoch(phase, in_phase, len(data), step)
+        in_phase = step - part.first + part.offset
+        self._note_epoch(part.data, in_phase, len(data), step)
         first = in_phase * s.batch_size + self.rank * self.share
         toks, flags = data.take(order.indices(first, self.share))
-        stream = step_generator(s.seed, phase, step)
-        input_ids, masked, selected = mask_rows(s, self.specials, toks, flags, stream, self.rank * self.share)
-        slots = prediction_slots(s.mask_prob, self.micro, L, s.whole_word_mask) if self.fixed_slots else None
+        stream = step_generator(s.seed, part.stream, step)
+        rate = part.mask_prob
+        input_ids, masked, selected = mask_rows(s, self.specials, toks, flags, stream, self.rank * self.share, rate)
+        slots = prediction_slots(rate, self.micro, L, s.whole_word_mask) if self.fixed_slots else None
         micro = []
         for k in range(self.share // self.micro):
             rows = slice(k * self.micro, (k + 1) * self.micro)
             tensors = (masked[rows], *fixed_predictions(selected[rows], input_ids[rows], slots))
             micro.append(MicroBatch(*(t.pin_memory() if self.pin else t for t in tensors)))
-        return StepBatch(step, phase, L, micro, int(selected.sum()))
+        return StepBatch(step, part.data, L, micro, int(selected.sum()), rate)
 
     def _note_epoch(self, phase: int, in_phase: int, n: int, step: int) -> None:
         B = self.s.batch_size

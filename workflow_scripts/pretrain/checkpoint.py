@@ -83,11 +83,14 @@ def save_rng(state_dir: Path, step: int, rank: int) -> None:
         integrity.seal(tmp, target=path)
 
 
-def mark_latest(state_dir: Path, step: int, keep: int) -> None:
+def mark_latest(state_dir: Path, step: int, keep: int, kept: list[int] = ()) -> None:
+    """Name ``step`` the latest and delete all but the newest ``keep`` checkpoints, never one of ``kept``
+    (the steps decay branches start from)."""
     with no_space_is_an_error(state_dir):
         write_text(state_dir / LATEST, step_dir(state_dir, step).name + "\n")
     steps = sorted(int(m.group(1)) for p in state_dir.iterdir() if (m := _STEP_DIR.match(p.name)))
-    for old in steps[:-keep]:
+    rolling = [s for s in steps if s not in set(kept)]
+    for old in rolling[:-keep]:
         shutil.rmtree(step_dir(state_dir, old), ignore_errors=True)
 
 
@@ -150,7 +153,7 @@ def _against(trainable: Any, expected: dict[str, torch.Tensor], directory: Path)
 
 
 def _load(
-    directory: Path, digest: str, rank: int, hint: str, expected: dict[str, torch.Tensor] | None = None
+    directory: Path, digest: str | None, rank: int, hint: str, expected: dict[str, torch.Tensor] | None = None
 ) -> Resumed:
     state = directory / "state.pt"
     sealed = (directory / integrity.MANIFEST).is_file()
@@ -171,7 +174,7 @@ def _load(
     required = {"step", "digest", "trainable", "optimizer", "scheduler"}
     if not isinstance(payload, dict) or not required <= set(payload):
         raise PipelineError(f"{state}: not a training checkpoint of this pipeline; {hint}")
-    if payload["digest"] != digest:
+    if digest is not None and payload["digest"] != digest:
         raise PipelineError(
             f"{directory}: checkpoint was made with different settings, data or vocabulary; "
             f"restore the settings it was made with, or {hint}"
@@ -247,6 +250,22 @@ def load_latest(
             )
             return resumed
         raise PipelineError(f"{damaged}; name an earlier step~N directory in {marker}, or {hint}") from damaged
+
+
+def load_step(state_dir: Path, step: int, rank: int) -> Resumed:
+    """The checkpoint of ``step`` in another run's ``state_dir`` (a decay branch's parent), verified
+    against its checksums; whatever recipe made it (the branch's own digest keys its resumption)."""
+    directory = step_dir(state_dir, step)
+    hint = (
+        f"the parent keeps step {step} only when it is trained with this branch declared (keep_steps); "
+        f"delete {state_dir} and rerun the parent to train it again"
+    )
+    if not (directory / integrity.MANIFEST).is_file() or not (directory / "state.pt").is_file():
+        raise PipelineError(f"{directory}: no complete checkpoint of step {step} to branch from; {hint}")
+    try:
+        return _load(directory, None, rank, hint)
+    except _Damaged as damaged:
+        raise PipelineError(f"{damaged}; {hint}") from damaged
 
 
 def export_model(model, tokenizer, out: Path) -> list[Path]:

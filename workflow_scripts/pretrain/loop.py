@@ -47,7 +47,7 @@ from .data import PackedCorpus
 from .dist import Dist
 from .masking import step_generator
 from .model import FLOPS_FORMULA, MLMObjective
-from .settings import PretrainSettings
+from .settings import BranchStart, PretrainSettings
 from .step import TrainStep
 
 log = logging.getLogger(__name__)
@@ -76,6 +76,8 @@ class Job:
     dist: Dist = field(default_factory=Dist)
     evaluator: Callable[[Job], dict[str, Any]] | None = None  # held-out evaluation; default: MLM loss of ``model``
     companions: dict[str, nn.Module] = field(default_factory=dict)  # further models exported into <out>/<key>/
+    branch: BranchStart | None = None  # a decay branch: starts from its parent's checkpoint at branch.step
+    parent_state: Path | None = None  # the parent's training_state/ of a decay branch
 
 
 def peak_tflops(settings: PretrainSettings, device: torch.device) -> float | None:
@@ -195,6 +197,9 @@ class _Checkpoints:
         # dropout and ELECTRA's draws follow the seed also for a loaded model; a resumed run restores its own states
         optim.seed_everything(s.seed)
         resumed = ckpt.load_latest(job.state_dir, job.digest, job.dist.rank, self.trainer.objective.state_dict())
+        if resumed is None and job.branch is not None:
+            resumed = ckpt.load_step(job.parent_state, job.branch.step, job.dist.rank)
+            log.info("decay branch of %s: starting from its step %d", job.branch.parent, job.branch.step)
         start = 0
         if resumed is not None:
             self.trainer.load_state_dict(resumed.payload)
@@ -216,7 +221,7 @@ class _Checkpoints:
         ckpt.save_rng(job.state_dir, step, d.rank)
         d.barrier()
         if d.main:
-            ckpt.mark_latest(job.state_dir, step, job.settings.keep_checkpoints)
+            ckpt.mark_latest(job.state_dir, step, job.settings.keep_checkpoints, job.settings.keep_steps)
 
 
 @contextlib.contextmanager
@@ -265,6 +270,7 @@ def train(job: Job, stop_after: int | None = None) -> dict[str, Any] | None:
             micro,
             fixed_slots=getattr(job.objective, "fixed_predictions", True),
             pin=d.device.type == "cuda",
+            branch=job.branch,
         )
         if not _run(job, trainer, builder, saver, start, stop_after):
             return None
@@ -274,12 +280,14 @@ def train(job: Job, stop_after: int | None = None) -> dict[str, Any] | None:
         return result
 
 
-def norms_of(settings: PretrainSettings, seq_len: int, world: int) -> dict[str, float]:
+def norms_of(settings: PretrainSettings, seq_len: int, world: int, mask_prob: float | None = None) -> dict[str, float]:
     """Per-process shares of the step's loss normalisers: the expected masked count (the
-    positions between a block's first and last token, times ``mask_prob``) and the token
-    count. Both are constants of the phase, so no process waits for another to count."""
+    positions between a block's first and last token, times the phase's ``mask_prob``, default
+    the model's) and the token count. Both are constants of the phase, so no process waits for
+    another to count."""
     tokens = settings.batch_size * seq_len
-    masked = settings.mask_prob * settings.batch_size * (seq_len - 2)
+    rate = settings.mask_prob if mask_prob is None else mask_prob
+    masked = rate * settings.batch_size * (seq_len - 2)
     return {"masked": masked / world, "tokens": tokens / world}
 
 
@@ -295,11 +303,11 @@ def _run(
     try:
         with _sigterm_flag() as term, contextlib.closing(_batches(builder, start, s)) as batches:
             for batch in batches:
-                grad_norm, lr = trainer(batch, norms_of(s, batch.seq_len, d.world))
+                grad_norm, lr = trainer(batch, norms_of(s, batch.seq_len, d.world, batch.mask_prob))
                 meter.record(batch, grad_norm, lr)
                 done = batch.step + 1
                 stopping = stop_after is not None and done >= stop_after
-                saving = done == s.max_steps or done % s.checkpoint_every == 0 or stopping
+                saving = done == s.max_steps or done % s.checkpoint_every == 0 or stopping or done in s.keep_steps
                 if (d.world == 1 or saving or meter.logged) and d.any(term["flag"]):
                     saver.save(done)
                     raise Preempted(f"SIGTERM at step {done}: checkpoint saved in {job.state_dir}; re-run to resume")

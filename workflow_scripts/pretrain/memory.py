@@ -135,12 +135,12 @@ def electra_step_bytes(
 
 def mlm_estimate(model: torch.nn.Module, s: PretrainSettings, device: torch.device) -> StepBytes:
     e, p = Encoder.of(model), Precision.of(model, device, s.precision)
-    return lambda micro, seq_len: mlm_step_bytes(e, micro, seq_len, s.mask_prob, p)
+    return lambda micro, seq_len: mlm_step_bytes(e, micro, seq_len, max(s.phase_mask_probs()), p)
 
 
 def electra_estimate(discriminator, generator, s: PretrainSettings, device: torch.device) -> StepBytes:
     d, g, p = Encoder.of(discriminator), Encoder.of(generator), Precision.of(discriminator, device, s.precision)
-    return lambda micro, seq_len: electra_step_bytes(d, g, micro, seq_len, s.mask_prob, p)
+    return lambda micro, seq_len: electra_step_bytes(d, g, micro, seq_len, max(s.phase_mask_probs()), p)
 
 
 def add_gpu_memory_argument(ap: argparse.ArgumentParser) -> None:

@@ -8,6 +8,10 @@ checkpoint.
 ``--packed`` opens the pack stage's blocks; ``--corpus results/corpus/A`` instead packs the
 corpus under ``<out>/packed`` first (runs by hand).
 
+A decay branch (settings ``model.branch``) names its parent's output directory as ``--init``: it
+resumes the parent's checkpoint of ``branch.step`` (weights, optimiser, schedule position, random
+states, data position) and runs only its decay, from that step to its own ``max_steps``.
+
 Launch with ``torchrun --nproc-per-node N -m workflow_scripts.pretrain.pretrain ...`` for data
 parallelism. Re-running resumes from ``<out>/training_state/``. With ``objective: electra``
 the output is the discriminator, with the generator in ``<out>/generator/``; ``--init``
@@ -29,12 +33,12 @@ from ..cli import run
 from ..errors import PipelineError
 from ..tokenizer import load_tokenizer
 from ..typed import load_settings, to_dict
+from . import branching, electra, memory
 from . import dist as distributed
-from . import electra, memory
 from .engine import Data, add_data_arguments, data_inputs, execute, open_data, training_job, training_key
 from .loop import Job
 from .model import MLMObjective, build_model, check_vocab, flops_record, load_pretrained, mlm_flops_fn
-from .settings import PretrainModelSettings, PretrainSettings
+from .settings import BranchStart, PretrainModelSettings, PretrainSettings
 
 log = logging.getLogger(__name__)
 
@@ -64,10 +68,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         out = Path(args.out)
         max_len = max(p.seq_len for p in s.phases)
-        job, data = (electra_job if s.objective == "electra" else mlm_job)(args, s, max_len, d)
+        job, data = (electra_job if s.objective == "electra" else mlm_job)(args, s, max_len, d, entry.branch)
         model = job.model
         source = {"init": args.init} if args.init else {"tokenizer": args.tokenizer}
         inputs = {**data_inputs(args, data), **source, "settings": args.settings}
+        branched = branching.record(entry.branch, args.init)
         execute(
             job,
             out,
@@ -79,6 +84,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 "model": {"parameters": sum(p.numel() for p in model.parameters()), "config": model.config.to_dict()},
                 "micro_batch_size": job.settings.micro_batch_size,
                 "flops": flops_record(job.flops_per_token, [p.seq_len for p in s.phases]),
+                **branched,
             },
             stop_after=args.stop_after,
         )
@@ -86,7 +92,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         distributed.teardown(d)
 
 
-def mlm_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: distributed.Dist) -> tuple[Job, Data]:
+def mlm_job(
+    args: argparse.Namespace, s: PretrainSettings, max_len: int, d: distributed.Dist, branch: BranchStart | None
+) -> tuple[Job, Data]:
     out = Path(args.out)
     if args.init:
         model, tokenizer = load_pretrained(args.init, "--init", s.attention)
@@ -101,7 +109,7 @@ def mlm_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: dist
         model = build_model(s, tokenizer, max_len)
         check_vocab(model, tokenizer, args.tokenizer)
     data = open_data(args, s, tokenizer, out, d)
-    key = training_key(s, data.keys, model, {"init": args.init})
+    key = training_key(s, data.keys, model, {"init": args.init, **branching.key(branch, args.init)})
     s = memory.resolve_micro_batch(s, d.world, memory.mlm_estimate(model, s, d.device), args.gpu_mem_gb)
     job = training_job(
         s,
@@ -113,11 +121,14 @@ def mlm_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: dist
         model=model,
         tokenizer=tokenizer,
         flops_per_token=mlm_flops_fn(model, s.mask_prob),
+        **branching.job_parts(branch, args.init),
     )
     return job, data
 
 
-def electra_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: distributed.Dist) -> tuple[Job, Data]:
+def electra_job(
+    args: argparse.Namespace, s: PretrainSettings, max_len: int, d: distributed.Dist, branch: BranchStart | None
+) -> tuple[Job, Data]:
     out = Path(args.out)
     if args.init:
         discriminator, generator, tokenizer = electra.load_electra(args.init, s, "--init")
@@ -127,7 +138,8 @@ def electra_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: 
         discriminator, generator = electra.build_electra(s, tokenizer, max_len)
         check_vocab(discriminator, tokenizer, args.tokenizer)
     data = open_data(args, s, tokenizer, out, d)
-    key = training_key(s, data.keys, discriminator, {"init": args.init, "generator": generator.config.to_dict()})
+    extra = {"init": args.init, "generator": generator.config.to_dict(), **branching.key(branch, args.init)}
+    key = training_key(s, data.keys, discriminator, extra)
     estimate = memory.electra_estimate(discriminator, generator, s, d.device)
     s = memory.resolve_micro_batch(s, d.world, estimate, args.gpu_mem_gb)
     job = training_job(
@@ -142,6 +154,7 @@ def electra_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: 
         flops_per_token=electra.flops_fn(discriminator, generator, s.mask_prob),
         evaluator=electra.evaluate,
         companions={electra.GENERATOR_DIR: generator},
+        **branching.job_parts(branch, args.init),
     )
     return job, data
 

@@ -30,6 +30,9 @@ DEFAULT_LR = {"tiny": 2e-3, "small": 1e-3, "base": 6e-4, "large": 4e-4}
 class Phase:
     seq_len: int = field(default=128, metadata={"help": "Sequence length (tokens per packed block) in this phase."})
     fraction: float = field(default=1.0, metadata={"help": "Fraction of max_steps spent in this phase."})
+    mask_prob: float | None = field(
+        default=None, metadata={"help": "Masking rate in this phase (default: the model's mask_prob)."}
+    )
 
 
 @dataclass
@@ -171,6 +174,13 @@ class PretrainSettings:
     keep_checkpoints: int = field(
         default=2, metadata={"help": "Resumable checkpoints kept in training_state/ (older ones are deleted)."}
     )
+    keep_steps: list[int] = field(
+        default_factory=list,
+        metadata={
+            "help": "Steps whose checkpoints are always saved and never deleted, beside keep_checkpoints (the "
+            "workflow adds the steps its decay branches start from)."
+        },
+    )
     export_checkpoints: bool = field(
         default=True,
         metadata={
@@ -207,10 +217,15 @@ class PretrainSettings:
         kind = {"linear": "linear", "constant_with_warmup": "constant", "wsd": "wsd"}[self.schedule]
         return optim.Curve(kind, self.decay_ratio, self.decay_shape)
 
-    def phase_steps(self) -> list[int]:
-        """Steps per phase; the last phase takes the rounding remainder."""
-        steps = [int(round(p.fraction * self.max_steps)) for p in self.phases]
-        steps[-1] = self.max_steps - sum(steps[:-1])
+    def phase_mask_probs(self) -> list[float]:
+        """Each phase's masking rate: its own, else the model's ``mask_prob``."""
+        return [self.mask_prob if p.mask_prob is None else p.mask_prob for p in self.phases]
+
+    def phase_steps(self, total: int | None = None) -> list[int]:
+        """Steps per phase of ``total`` (default max_steps); the last phase takes the rounding remainder."""
+        total = self.max_steps if total is None else total
+        steps = [int(round(p.fraction * total)) for p in self.phases]
+        steps[-1] = total - sum(steps[:-1])
         return steps
 
     def validate(self, where: str) -> None:
@@ -234,6 +249,7 @@ class PretrainSettings:
                 "fractions must sum to 1",
             ),
             (0 < self.mask_prob < 1, "mask_prob", "must be between 0 and 1"),
+            (all(0 < m < 1 for m in self.phase_mask_probs()), "phases", "mask_prob must be between 0 and 1"),
             (
                 self.mask_replace_prob >= 0
                 and self.random_replace_prob >= 0
@@ -255,6 +271,7 @@ class PretrainSettings:
             (self.grad_clip >= 0, "grad_clip", "must be non-negative (0 disables)"),
             (self.checkpoint_every > 0, "checkpoint_every", "must be positive"),
             (self.keep_checkpoints >= 1, "keep_checkpoints", "keep at least one"),
+            (all(0 < k <= self.max_steps for k in self.keep_steps), "keep_steps", "steps must be in 1..max_steps"),
             (self.log_every > 0, "log_every", "must be positive"),
             (self.num_threads >= 0, "num_threads", "must be non-negative"),
             (0 <= self.heldout_fraction < 1, "heldout_fraction", "must be in [0, 1)"),
@@ -276,8 +293,28 @@ class PretrainSettings:
 
 
 @dataclass
+class BranchStart:
+    """Where a decay branch starts in its parent's run (resolved by the workflow from the two models' settings)."""
+
+    parent: str = field(metadata={"help": "The parent model, whose training_state/ holds the checkpoint."})
+    step: int = field(metadata={"help": "The parent's step resumed from; the branch decays from there to max_steps."})
+    phase: int = field(metadata={"help": "The parent's phase at that step (keys its data order and masks)."})
+    position: int = field(metadata={"help": "Steps the parent had taken in that phase: its data position."})
+    parent_phases: int = field(metadata={"help": "The parent's phase count: the branch's new data orders follow."})
+    continues: bool = field(
+        metadata={
+            "help": "The branch's first phase reads the parent's packed data at the parent's length, so the data "
+            "position continues; otherwise it restarts at 0 on the branch's own packed corpora."
+        }
+    )
+
+
+@dataclass
 class PretrainModelSettings:
     """The ``model`` key of the settings file written by the workflow."""
 
     name: str = field(metadata={"help": "Model name (the results/pretrain/<name> directory)."})
     pretrain: PretrainSettings = field(default_factory=PretrainSettings, metadata={"help": "Pretraining recipe."})
+    branch: BranchStart | None = field(
+        default=None, metadata={"help": "A decay branch: the parent's step and data position it resumes from."}
+    )
