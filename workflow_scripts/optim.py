@@ -90,11 +90,15 @@ def curve_factor(step: int, total: int, warmup: int, curve: Curve) -> float:
         return linear_factor(step, total, warmup)
     if curve.kind == "constant":
         return 1.0
-    decay = max(1, round(curve.decay_ratio * total))
-    start = total - decay
+    start = decay_start(total, curve.decay_ratio)
     if step < start:
         return 1.0
-    return max(0.0, DECAY_SHAPES[curve.decay_shape](min(1.0, (step - start) / decay)))
+    return max(0.0, DECAY_SHAPES[curve.decay_shape](min(1.0, (step - start) / (total - start))))
+
+
+def decay_start(total: int, decay_ratio: float) -> int:
+    """The first update of a wsd curve's decay: its last ``decay_ratio`` of ``total`` updates, at least one."""
+    return total - max(1, round(decay_ratio * total))
 
 
 def schedule(

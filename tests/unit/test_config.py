@@ -243,3 +243,68 @@ def test_continuing_a_model_with_another_objective_is_refused():
     assert msg.startswith(
         "models.electra-from-roberta.pretrain.objective: 'ours-base-pm-voc' was trained with objective mlm"
     )
+
+
+def _clinical(**changes):
+    def edit(c):
+        entry = c["models"]["ours-wsd-clinical"]
+        for key, value in changes.items():
+            if key == "parent":
+                c["models"]["ours-wsd-stable"]["pretrain"].update(value)
+            elif key == "pretrain":
+                entry["pretrain"] = {**entry["pretrain"], **value}
+            else:
+                entry[key] = value
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (_clinical(init="nope"), "models.ours-wsd-clinical.init: 'nope' is not a model of this config"),
+        (_clinical(init="roberta-base"), "models.ours-wsd-clinical.init: 'roberta-base' is a kind: external model"),
+        (_clinical(init="ours-wsd-bio"), "models.ours-wsd-clinical.init: 'ours-wsd-bio' is itself a decay branch"),
+        (_clinical(branch={"step": 95000}), "branch.step: 95000 is outside ours-wsd-stable's steps 1..90000"),
+        (
+            _clinical(parent={"schedule": "wsd"}),
+            "branch.step: 90000 is inside ours-wsd-stable's decay (steps 81000..90000); branch from step 81000",
+        ),
+        (_clinical(parent={"schedule": "linear"}), "ours-wsd-stable has schedule linear"),
+        (_clinical(branch={"step": 1000}), "branch.step: 1000 is inside ours-wsd-stable's warm-up"),
+        (
+            _clinical(pretrain={"architecture": "bert"}),
+            "models.ours-wsd-clinical.pretrain.architecture: a decay branch resumes ours-wsd-stable's weights",
+        ),
+        (_clinical(pretrain={"size": "large"}), "models.ours-wsd-clinical.pretrain.size: a decay branch"),
+        (_clinical(vocab="pm-m3-bpe50k"), "models.ours-wsd-clinical.vocab: a decay branch keeps its parent's vocab"),
+        (_clinical(pretrain={"decay_ratio": 0.2}), "models.ours-wsd-clinical.pretrain.decay_ratio: a decay branch"),
+        (_clinical(pretrain={"max_steps": 90000}), "models.ours-wsd-clinical.pretrain.max_steps: must exceed"),
+    ],
+    ids=[
+        "unknown parent",
+        "external parent",
+        "branch of a branch",
+        "beyond max_steps",
+        "inside the decay",
+        "linear parent",
+        "inside the warm-up",
+        "architecture",
+        "shape",
+        "vocabulary",
+        "curve key",
+        "no decay left",
+    ],
+)
+def test_a_bad_decay_branch_is_refused_naming_the_key(edit, message):
+    assert message in _bad(edit)
+
+
+def test_a_decay_branch_inherits_its_parents_recipe_and_the_parent_keeps_its_step():
+    study = load_config(full_config(), SCHEMA)
+    stable, clinical = study.models["ours-wsd-stable"].pretrain, study.models["ours-wsd-clinical"].pretrain
+    assert stable.keep_steps == [90000]
+    assert (clinical.batch_size, clinical.lr, clinical.phases) == (stable.batch_size, stable.lr, stable.phases)
+    assert (clinical.mask_prob, stable.mask_prob) == (0.15, 0.3)
+    # its own curve: no warm-up, the decay spans exactly its steps 90,000 .. 100,000
+    assert (clinical.schedule, clinical.warmup_ratio, clinical.decay_ratio) == ("wsd", 0.0, 0.1)

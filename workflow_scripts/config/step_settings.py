@@ -15,6 +15,7 @@ from ..report.settings import ReportSettings
 from ..tasks.spec import PrepareTaskSettings
 from ..typed import parse, to_dict, view
 from ..vocab.settings import TrainVocabSettings
+from .branches import branch_start
 from .plan import finetune_runs, model_dir, run_dir, vocab_dir
 from .restricted import restricted as restricted_marks
 from .study import Study
@@ -45,7 +46,8 @@ MODEL_SETTINGS = {"pretrain": PretrainModelSettings, "distill": DistillModelSett
 def model_settings(study: Study, model: str) -> dict[str, Any]:
     """What training the model reads: its recipe, or a control's seed of its random weights."""
     m = study.models[model]
-    return {"model": to_dict(view(MODEL_SETTINGS[m.kind], m, name=model))}
+    branch = {"branch": branch_start(study, model)} if m.kind == "pretrain" else {}
+    return {"model": to_dict(view(MODEL_SETTINGS[m.kind], m, name=model, **branch))}
 
 
 def task_settings(study: Study, task: str) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from ..tasks.spec import TaskSpec
 from ..typed import help_field as _help
 from ..typed import parse, to_dict
 from ..vocab.settings import VocabSettings
+from .branches import Branch, check_branches, inherit_recipes
 from .resources import MODEL_RULES, JobResources, check_rules
 from .secrets import refuse_url_credentials
 from .seeds import check_seeds, parse_seeds
@@ -165,6 +166,10 @@ class ModelEntry:
         default=None,
     )
     pretrain: PretrainSettings = _help("pretrain: architecture and recipe.", default_factory=PretrainSettings)
+    branch: Branch | None = _help(
+        "pretrain: a decay branch of init, resuming its training at this step; its pretrain keys override init's.",
+        default=None,
+    )
     distill: DistillSettings = _help("distill: student shape, losses and recipe.", default_factory=DistillSettings)
     restricted: bool = _help("external: trained on credentialed data (marks its results restricted).", default=False)
     evaluate: bool = _help("Fine-tune this model on the tasks.", default=True)
@@ -365,8 +370,9 @@ def resolve_finetune(
 def load_study(config: dict[str, Any]) -> Study:
     """Parse and cross-check a config mapping; raise PipelineError naming the first bad key."""
     refuse_url_credentials(config)
-    study = parse(Study, config, "")
+    study = parse(Study, inherit_recipes(config), "")
     check_seeds("seeds", study.seeds)
+    check_branches(study)
     for name, m in study.models.items():
         _check_model(name, m, study)
     _check_cycles(study)

@@ -34,6 +34,7 @@ KEY_FILE = "key.json"
 OPERATIONAL = {
     "checkpoint_every",
     "keep_checkpoints",
+    "keep_steps",
     "log_every",
     "num_threads",
     "export_checkpoints",
