@@ -43,7 +43,8 @@ PEAK = PARENT["lr"]
 @pytest.fixture(scope="module")
 def base(tmp_path_factory):
     root = tmp_path_factory.mktemp("branches")
-    return {"root": root, "corpus": fx.make_corpus(root / "corpus", 200), "bpe": fx.make_bpe(root / "bpe", fx.documents(200))}
+    corpus = fx.make_corpus(root / "corpus", 200)
+    return {"root": root, "corpus": corpus, "bpe": fx.make_bpe(root / "bpe", fx.documents(200))}
 
 
 @pytest.fixture(scope="module")
