@@ -51,3 +51,19 @@ def test_dry_run_shows_every_stage_and_job():
     hub = [m for m, e in study.models.items() if isinstance(e.checkpoint, HubCheckpoint)]
     assert jobs["download_model"] == len(hub) == 16
     assert "models.biomed-roberta.checkpoint.revision: unpinned" in result.stderr
+
+
+def test_the_stable_phase_is_planned_once_and_each_decay_branch_after_it():
+    """Asking for the two decay branches alone plans their shared stable phase as well, once."""
+    study = load_config(yaml.safe_load((ROOT / "config.yaml").read_text()), ROOT / "schemas/config.schema.yaml")
+    branches = [m for m, e in study.models.items() if e.branch is not None]
+    assert branches == ["ours-wsd-bio", "ours-wsd-clinical"]
+    assert {study.models[b].init for b in branches} == {"ours-wsd-stable"}
+    targets = [f"results/pretrain/{m}/model.safetensors" for m in branches]
+    result = snakemake("-n", *targets, "--quiet", "rules")
+    assert result.returncode == 0, result.stderr[-3000:]
+    jobs = planned_jobs(result.stdout + result.stderr)
+    assert jobs["pretrain"] == jobs["model_settings"] == 3  # the stable phase and the two branches
+    # the clinical branch packs MIMIC-III with the stable phase's vocabulary; the biomedical one reads its data
+    packed = {p for b in ["ours-wsd-stable", *branches] for p in model_packed(study, b)}
+    assert jobs["pack_index"] == len(packed) == 3
