@@ -1,7 +1,8 @@
 """What reruns when you change X: each edit of a finished study plans exactly the jobs it must.
 
 A small study runs for real once (the demo's PubMed corpus decontaminated against one task, a
-WordPiece vocabulary, a tiny model and its distilled student, two tasks, one seed); then, for
+WordPiece vocabulary, a tiny model, its distilled student and a decay branch of its run, two
+tasks, one seed); then, for
 every row of the table below, the config is edited and `snakemake -n` must plan exactly the
 jobs listed (rule -> count). README's "What reruns when you change X" is this table.
 """
@@ -23,11 +24,12 @@ from workflow_scripts.config.validate import load_config
 
 REPORT = {"report_settings": 1, "tables": 1, "plots": 1, "findings": 1, "all": 1}
 TABLES = {"tables": 1, "plots": 1, "findings": 1, "all": 1}
-MODELS = 2  # the teacher and its student, each fine-tuned on every task
+MODELS = 3  # the teacher, its student and its decay branch, each fine-tuned on every task
 
 
 def small_study(demo: dict[str, Any]) -> dict[str, Any]:
-    """The demo cut down to one corpus, vocabulary, teacher, student, two tasks and one seed."""
+    """The demo cut down to one corpus, vocabulary, teacher (at a constant rate after warm-up), its student,
+    a decay branch from its last step, two tasks and one seed."""
     tiny = {
         **demo["models"]["demo-roberta"]["pretrain"],
         "architecture": "bert",
@@ -36,6 +38,7 @@ def small_study(demo: dict[str, Any]) -> dict[str, Any]:
         "phases": [{"seq_len": 32, "fraction": 1.0}],
         "checkpoint_every": 2,
         "num_threads": 1,
+        "schedule": "constant_with_warmup",
     }
     student = {**tiny, "num_layers": 1, "max_steps": 2, "student": {"init": "random"}}
     fast = {"epochs": 1, "max_steps": 2, "eval_every": 0, "patience": 0}
@@ -48,6 +51,13 @@ def small_study(demo: dict[str, Any]) -> dict[str, Any]:
         "models": {
             "tiny": {"kind": "pretrain", "display": "Tiny", "vocab": "wp", "corpora": ["pubmed"], "pretrain": tiny},
             "student": {"kind": "distill", "teacher": "tiny", "corpora": ["pubmed"], "distill": student},
+            "tiny-decay": {
+                "kind": "pretrain",
+                "init": "tiny",
+                "branch": {"step": 4},
+                "corpora": ["pubmed"],
+                "pretrain": {"max_steps": 6, "mask_prob": 0.1},
+            },
         },
         "tasks": tasks,
         "seeds": [1],
@@ -93,7 +103,7 @@ CORPUS_DOWNSTREAM = {
     "vocab_diagnostics": 1,
     "pack": 1,
     "pack_index": 1,
-    "pretrain": 1,
+    "pretrain": 2,
     "distill": 1,
     "heldout_table": 1,
     "finetune": 2 * MODELS,
@@ -129,7 +139,12 @@ MATRIX: list[tuple[str, Callable[[dict], None], dict[str, int]]] = [
     (
         "a model's pretraining lr",
         _set("models.tiny.pretrain.lr", 1.0e-3),
-        {"model_settings": 1, "pretrain": 1, "distill": 1, "heldout_table": 1, "finetune": 2 * MODELS, **TABLES},
+        {"model_settings": 2, "pretrain": 2, "distill": 1, "heldout_table": 1, "finetune": 2 * MODELS, **TABLES},
+    ),
+    (
+        "a decay branch's decay (decay_shape)",
+        _set("models.tiny-decay.pretrain.decay_shape", "cosine"),
+        {"model_settings": 1, "pretrain": 1, "finetune": 2, **TABLES},
     ),
     ("adding a model", _add_model, {"model_settings": 1, "pretrain": 1, **_runs(2), **REPORT}),
     ("adding a no-pretraining control", _add_control, {"model_settings": 1, "control": 1, **_runs(2), **REPORT}),
