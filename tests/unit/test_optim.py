@@ -261,3 +261,21 @@ def test_a_wsd_recipe_whose_warmup_and_decay_overlap_is_refused():
 
     with pytest.raises(PipelineError, match=r"decay_ratio: warm-up and decay together must fit"):
         parse(PretrainSettings, {"schedule": "wsd", "warmup_ratio": 0.5, "decay_ratio": 0.6}, "models.m.pretrain")
+
+
+@pytest.mark.parametrize("shape", ["linear", "1-sqrt", "cosine"])
+def test_wsd_first_and_last_decay_updates_follow_the_shape(shape):
+    curve = optim.Curve("wsd", decay_ratio=0.2, decay_shape=shape)
+    f = optim.DECAY_SHAPES[shape]
+    first, last = optim.curve_factor(81, 100, 10, curve), optim.curve_factor(99, 100, 10, curve)
+    assert (first, last) == pytest.approx((f(1 / 20), f(19 / 20)))
+    assert 1.0 > first > last > 0.0
+
+
+@pytest.mark.parametrize("total, start", [(7, 4), (100000, 90000), (24, 15), (1000, 999), (3, 0)])
+def test_a_decay_branch_curve_decays_over_exactly_its_own_steps(total, start):
+    """A branch's curve: no warm-up, decay_ratio (total - start) / total, so its decay starts at ``start``."""
+    curve = optim.Curve("wsd", decay_ratio=(total - start) / total, decay_shape="1-sqrt")
+    assert optim.decay_start(total, curve.decay_ratio) == start
+    assert optim.curve_factor(start, total, 0, curve) == 1.0
+    assert optim.curve_factor(total, total, 0, curve) == pytest.approx(0.0, abs=1e-12)
