@@ -30,4 +30,4 @@ def distill_estimate(student, teacher, s, device: torch.device) -> StepBytes:
     """``s``: DistillSettings."""
     st, te, p = Encoder.of(student), Encoder.of(teacher), Precision.of(student, device, s.precision)
     kl_all = s.kl_positions == "all"
-    return lambda micro, seq_len: distill_step_bytes(st, te, micro, seq_len, s.mask_prob, kl_all, p)
+    return lambda micro, seq_len: distill_step_bytes(st, te, micro, seq_len, max(s.phase_mask_probs()), kl_all, p)
