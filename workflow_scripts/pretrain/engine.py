@@ -143,6 +143,8 @@ def training_key(
 ) -> dict:
     """Everything a checkpoint depends on, by content: recipe, packed shards' keys, model config."""
     recipe = {k: v for k, v in to_dict(settings).items() if k not in OPERATIONAL}
+    # a phase key left unset (the model's value) stays out, so checkpoints made before it existed still resume
+    recipe["phases"] = [{k: v for k, v in phase.items() if v is not None} for phase in recipe["phases"]]
     return {"recipe": recipe, "data": data, "config": model.config.to_dict(), **extra}
 
 
