@@ -18,7 +18,7 @@ import random
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,13 +83,14 @@ def save_rng(state_dir: Path, step: int, rank: int) -> None:
         integrity.seal(tmp, target=path)
 
 
-def mark_latest(state_dir: Path, step: int, keep: int, kept: list[int] = ()) -> None:
+def mark_latest(state_dir: Path, step: int, keep: int, kept: Collection[int] = ()) -> None:
     """Name ``step`` the latest and delete all but the newest ``keep`` checkpoints, never one of ``kept``
     (the steps decay branches start from)."""
     with no_space_is_an_error(state_dir):
         write_text(state_dir / LATEST, step_dir(state_dir, step).name + "\n")
     steps = sorted(int(m.group(1)) for p in state_dir.iterdir() if (m := _STEP_DIR.match(p.name)))
-    rolling = [s for s in steps if s not in set(kept)]
+    always = set(kept)
+    rolling = [s for s in steps if s not in always]
     for old in rolling[:-keep]:
         shutil.rmtree(step_dir(state_dir, old), ignore_errors=True)
 
