@@ -52,17 +52,19 @@ def parent(base):
     return fx.pretrain(base, base["root"], "parent", tokenizer="bpe", **PARENT)
 
 
-def _branch(base: dict, parent: Path, name: str, max_steps: int, **recipe) -> Path:
-    """The settings the workflow writes for a branch from step 15 of ``parent`` on the same corpus: the
-    parent's recipe, a wsd curve with no warm-up whose decay spans exactly the branch's own steps."""
+def _branch(base: dict, parent: Path, name: str, max_steps: int, corpus: Path | None = None, **recipe) -> Path:
+    """The settings the workflow writes for a branch from step 15 of ``parent`` (on its corpus, or on
+    ``corpus``): the parent's recipe, a wsd curve with no warm-up whose decay spans exactly the
+    branch's own steps."""
     decay = max_steps - 15
     pretrain = {**PARENT, "max_steps": max_steps, "warmup_ratio": 0.0, "decay_ratio": decay / max_steps, **recipe}
     del pretrain["keep_steps"]
-    start = {"parent": "parent", "step": 15, "phase": 0, "position": 15, "parent_phases": 1, "continues": True}
+    start = {"parent": "parent", "step": 15, "phase": 0, "position": 15, "parent_phases": 1, "continues": not corpus}
     settings = base["root"] / f"{name}.yaml"
     settings.write_text(yaml.safe_dump({"model": {"name": name, "pretrain": pretrain, "branch": start}}))
     out = base["root"] / name
-    argv = ["--settings", str(settings), "--corpus", str(base["corpus"]), "--init", str(parent), "--out", str(out)]
+    data = corpus or base["corpus"]
+    argv = ["--settings", str(settings), "--corpus", str(data), "--init", str(parent), "--out", str(out)]
     pretrain_cli.main(argv)
     return out
 
@@ -97,6 +99,16 @@ def test_a_longer_branch_decays_from_the_stable_rate_over_its_own_steps(base, pa
     assert "continues" in record["branch"]["data"]
     AutoModelForMaskedLM.from_pretrained(branch)
     AutoTokenizer.from_pretrained(branch)
+
+
+def test_a_branch_on_other_corpora_restarts_its_data_position_and_says_so(base, parent):
+    other = fx.make_corpus(base["root"] / "clinical", 120, seed=5)
+    same = _branch(base, parent, "same-data", 17)
+    moved = _branch(base, parent, "other-data", 17, corpus=other)
+    assert "restarts at position 0" in json.loads((moved / "provenance.json").read_text())["branch"]["data"]
+    # the same weights, optimiser and random states from step 15; other blocks from there on
+    assert [r["lr"] for r in _log(moved)] == [r["lr"] for r in _log(same)]
+    assert _log(moved)[0]["loss"] != _log(same)[0]["loss"]
 
 
 def test_a_branch_whose_parent_dropped_the_step_is_refused(base, parent, tmp_path):

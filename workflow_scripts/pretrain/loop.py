@@ -199,7 +199,8 @@ class _Checkpoints:
         resumed = ckpt.load_latest(job.state_dir, job.digest, job.dist.rank, self.trainer.objective.state_dict())
         if resumed is None and job.branch is not None:
             resumed = ckpt.load_step(job.parent_state, job.branch.step, job.dist.rank)
-            log.info("decay branch of %s: starting from its step %d", job.branch.parent, job.branch.step)
+            data = "continues the parent's" if job.branch.continues else "restarts at 0 on its own packed corpora"
+            log.info("decay branch of %s from its step %d: data position %s", job.branch.parent, job.branch.step, data)
         start = 0
         if resumed is not None:
             self.trainer.load_state_dict(resumed.payload)
