@@ -35,6 +35,7 @@ class MicroBatch:
     input_ids: torch.Tensor  # [rows, L] masked ids
     positions: torch.Tensor  # [slots] flat indices of the predicted positions, padding points at position 0
     labels: torch.Tensor  # [slots] the original ids there, IGNORE_INDEX in padding
+    position_ids: torch.Tensor | None = None  # [rows, L] restarting per document (packing: documents)
 
 
 @dataclass(frozen=True)
@@ -132,14 +133,18 @@ class BatchBuilder:
         L = data.seq_len
         self._note_epoch(phase, in_phase, len(data), step)
         first = in_phase * s.batch_size + self.rank * self.share
-        toks, flags = data.take(order.indices(first, self.share))
+        blocks = order.indices(first, self.share)
+        toks, flags = data.take(blocks)
+        documents = data.positions(blocks)
         stream = step_generator(s.seed, phase, step)
         input_ids, masked, selected = mask_rows(s, self.specials, toks, flags, stream, self.rank * self.share)
         slots = prediction_slots(s.mask_prob, self.micro, L, s.whole_word_mask) if self.fixed_slots else None
         micro = []
         for k in range(self.share // self.micro):
             rows = slice(k * self.micro, (k + 1) * self.micro)
-            tensors = (masked[rows], *fixed_predictions(selected[rows], input_ids[rows], slots))
+            tensors = [masked[rows], *fixed_predictions(selected[rows], input_ids[rows], slots)]
+            if documents is not None:
+                tensors.append(torch.from_numpy(documents[rows]))
             micro.append(MicroBatch(*(t.pin_memory() if self.pin else t for t in tensors)))
         return StepBatch(step, phase, L, micro, int(selected.sum()))
 

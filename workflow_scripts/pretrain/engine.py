@@ -88,9 +88,9 @@ def packed_indexes(
         return [Path(p) for p in packed]
     seq_lens = [p.seq_len for p in settings.phases]
     if dist.main:
-        pack_corpora(corpus or [], tokenizer, seq_lens, settings.heldout_fraction, out / "packed")
+        pack_corpora(corpus or [], tokenizer, seq_lens, settings.heldout_fraction, out / "packed", settings.packing)
     dist.barrier()
-    return index_paths(corpus or [], seq_lens, settings.heldout_fraction, out / "packed")
+    return index_paths(corpus or [], seq_lens, settings.heldout_fraction, out / "packed", settings.packing)
 
 
 def load_phases(
@@ -110,6 +110,11 @@ def load_phases(
             raise PipelineError(
                 f"{path}: packed with heldout_fraction {index['heldout_fraction']}, "
                 f"the settings say {settings.heldout_fraction}"
+            )
+        if index.get("packing", "concatenate") != settings.packing:
+            raise PipelineError(
+                f"{path}: packed with packing {index.get('packing', 'concatenate')}, the settings say "
+                f"{settings.packing}; pack with --packing {settings.packing}"
             )
         opened.append((index, dirs))
     phases: list[PackedCorpus] = []

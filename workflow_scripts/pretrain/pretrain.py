@@ -34,6 +34,7 @@ from . import electra, memory
 from .engine import Data, add_data_arguments, data_inputs, execute, open_data, training_job, training_key
 from .loop import Job
 from .model import MLMObjective, build_model, check_vocab, flops_record, load_pretrained, mlm_flops_fn
+from .positions import fit_positions
 from .settings import PretrainModelSettings, PretrainSettings
 
 log = logging.getLogger(__name__)
@@ -95,7 +96,7 @@ def mlm_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: dist
                 f"{args.init}: an ELECTRA checkpoint; continue it with "
                 "model.pretrain.objective: electra and architecture: electra"
             )
-        check_positions(model, max_len, args)
+        fit_positions([model], s.phases, f"{args.settings}: model.pretrain", args.init)
     else:
         tokenizer = load_tokenizer(args.tokenizer, "--tokenizer")
         model = build_model(s, tokenizer, max_len)
@@ -121,7 +122,7 @@ def electra_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: 
     out = Path(args.out)
     if args.init:
         discriminator, generator, tokenizer = electra.load_electra(args.init, s, "--init")
-        check_positions(discriminator, max_len, args)
+        fit_positions([discriminator, generator], s.phases, f"{args.settings}: model.pretrain", args.init)
     else:
         tokenizer = load_tokenizer(args.tokenizer, "--tokenizer")
         discriminator, generator = electra.build_electra(s, tokenizer, max_len)
@@ -144,16 +145,6 @@ def electra_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: 
         companions={electra.GENERATOR_DIR: generator},
     )
     return job, data
-
-
-def check_positions(model, max_len: int, args: argparse.Namespace) -> None:
-    limit = model.config.max_position_embeddings - (
-        model.config.pad_token_id + 1 if model.config.model_type == "roberta" else 0
-    )
-    if max_len > limit:
-        raise PipelineError(
-            f"{args.settings}: model.pretrain.phases: seq_len {max_len} exceeds the {limit} positions of {args.init}"
-        )
 
 
 if __name__ == "__main__":
