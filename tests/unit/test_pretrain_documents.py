@@ -7,6 +7,7 @@ import json
 import pretrain_fixtures as fx
 import pytest
 import torch
+from torch._dynamo.testing import CompileCounterWithBackend
 from transformers import (
     AutoModelForMaskedLM,
     BertConfig,
@@ -20,6 +21,7 @@ from transformers import (
 from workflow_scripts.distill.objective import attention_maps
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.pretrain.documents import document_inputs
+from workflow_scripts.pretrain.model import MLMObjective
 from workflow_scripts.pretrain.positions import grow
 
 SHAPE = dict(vocab_size=100, hidden_size=32, num_attention_heads=4, intermediate_size=64)
@@ -131,3 +133,23 @@ def test_a_longer_phase_continues_from_the_previous_checkpoint_and_trains(tmp_pa
         - start.bert.encoder.layer[0].attention.self.query.weight
     )
     assert moved.abs().max() > 0
+
+
+def test_the_documents_step_compiles_once_as_boundaries_move():
+    torch._dynamo.reset()
+    counter = CompileCounterWithBackend("aot_eager")
+    objective = MLMObjective(encoder("bert", "sdpa", head=True))
+    compiled = torch.compile(objective, backend=counter, fullgraph=True)  # fullgraph: a graph break is an error
+    gen = torch.Generator().manual_seed(0)
+    norms = {"masked": 10.0, "tokens": 64.0}
+    for _ in range(6):
+        ids = torch.randint(5, 100, (2, 32), generator=gen)
+        starts = torch.rand(2, 32, generator=gen) < 0.1
+        starts[:, 0] = True
+        column = torch.arange(32).expand(2, -1)
+        position_ids = column - torch.cummax(torch.where(starts, column, 0), dim=1).values
+        positions, labels = torch.arange(0, 64, 7), ids.reshape(-1)[torch.arange(0, 64, 7)]
+        loss, _ = compiled(ids, positions, labels, norms, position_ids=position_ids)
+        torch.testing.assert_close(loss, objective(ids, positions, labels, norms, position_ids=position_ids)[0])
+    assert counter.frame_count == 1  # one graph for every layout of documents in the blocks
+    torch._dynamo.reset()
