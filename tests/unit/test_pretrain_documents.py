@@ -18,6 +18,7 @@ from transformers import (
     RobertaForMaskedLM,
 )
 
+from workflow_scripts.distill import distill as distill_cli
 from workflow_scripts.distill.objective import attention_maps
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.pretrain.documents import document_inputs
@@ -153,3 +154,18 @@ def test_the_documents_step_compiles_once_as_boundaries_move():
         torch.testing.assert_close(loss, objective(ids, positions, labels, norms, position_ids=position_ids)[0])
     assert counter.frame_count == 1  # one graph for every layout of documents in the blocks
     torch._dynamo.reset()
+
+
+def test_distillation_on_document_blocks_trains_with_every_teacher_term(tmp_path):
+    base = fx.corpus_and_wordpiece(tmp_path, n_docs=200)
+    teacher = fx.pretrain(base, tmp_path, "teacher", max_steps=4, batch_size=4, packing="documents")
+    loss = {"mlm": 1.0, "kl": 1.0, "cosine": 1.0, "hidden_mse": 1.0, "attention_kl": 1.0}
+    settings = fx.write_settings(
+        tmp_path / "s.yaml", "s", key="distill", packing="documents", max_steps=4, batch_size=4, loss=loss
+    )
+    out = tmp_path / "s"
+    distill_cli.main(
+        ["--settings", str(settings), "--teacher", str(teacher), "--corpus", str(base["corpus"]), "--out", str(out)]
+    )
+    rows = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
+    assert rows[-1]["step"] == 4 and all(0 <= rows[-1][f"loss_{k}"] < 50 for k in loss)
