@@ -20,10 +20,12 @@ from transformers import (
 
 from workflow_scripts.distill import distill as distill_cli
 from workflow_scripts.distill.objective import attention_maps
+from workflow_scripts.distill.settings import DistillSettings
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.pretrain.documents import document_inputs
 from workflow_scripts.pretrain.model import MLMObjective
 from workflow_scripts.pretrain.positions import grow
+from workflow_scripts.typed import parse
 
 SHAPE = dict(vocab_size=100, hidden_size=32, num_attention_heads=4, intermediate_size=64)
 
@@ -169,3 +171,8 @@ def test_distillation_on_document_blocks_trains_with_every_teacher_term(tmp_path
     )
     rows = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
     assert rows[-1]["step"] == 4 and all(0 <= rows[-1][f"loss_{k}"] < 50 for k in loss)
+
+
+def test_distillation_refuses_to_grow_positions():
+    with pytest.raises(PipelineError, match=r"d\.phases: grow_positions applies to pretraining only"):
+        parse(DistillSettings, {"phases": [{"seq_len": 64, "grow_positions": "copy"}]}, "d")
