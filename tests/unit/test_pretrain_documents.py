@@ -23,8 +23,10 @@ from workflow_scripts.distill.objective import attention_maps
 from workflow_scripts.distill.settings import DistillSettings
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.pretrain.documents import document_inputs
+from workflow_scripts.pretrain.engine import training_key
 from workflow_scripts.pretrain.model import MLMObjective
 from workflow_scripts.pretrain.positions import grow
+from workflow_scripts.pretrain.settings import Phase, PretrainSettings
 from workflow_scripts.typed import parse
 
 SHAPE = dict(vocab_size=100, hidden_size=32, num_attention_heads=4, intermediate_size=64)
@@ -176,3 +178,12 @@ def test_distillation_on_document_blocks_trains_with_every_teacher_term(tmp_path
 def test_distillation_refuses_to_grow_positions():
     with pytest.raises(PipelineError, match=r"d\.phases: grow_positions applies to pretraining only"):
         parse(DistillSettings, {"phases": [{"seq_len": 64, "grow_positions": "copy"}]}, "d")
+
+
+def test_a_run_keeping_the_default_packing_and_positions_resumes_under_its_earlier_key():
+    model = encoder("bert", "sdpa", head=True)
+    plain = training_key(PretrainSettings(), {}, model, {})["recipe"]
+    assert "packing" not in plain and plain["phases"] == [{"seq_len": 128, "fraction": 1.0}]
+    grown = PretrainSettings(packing="documents", phases=[Phase(128, 1.0, grow_positions="copy")])
+    recipe = training_key(grown, {}, model, {})["recipe"]
+    assert recipe["packing"] == "documents" and recipe["phases"][0]["grow_positions"] == "copy"

@@ -41,6 +41,9 @@ OPERATIONAL = {
     "prefetch",
     "peak_tflops",
 }
+# Settings added after runs had started: at these values they stay out of the key, so such a run resumes.
+LATER_DEFAULTS = {"packing": "concatenate"}
+LATER_PHASE_DEFAULTS = {"grow_positions": None}
 
 
 @dataclass
@@ -142,11 +145,17 @@ def load_phases(
     return phases, PackedCorpus(dirs, "heldout"), list(used), keys
 
 
+def _keyed(values: dict[str, Any], later: dict[str, Any]) -> dict[str, Any]:
+    """``values`` without the settings added later that keep their defaults."""
+    return {k: v for k, v in values.items() if k not in later or later[k] != v}
+
+
 def training_key(
     settings: PretrainSettings, data: dict[str, str], model: torch.nn.Module, extra: dict[str, Any]
 ) -> dict:
     """Everything a checkpoint depends on, by content: recipe, packed shards' keys, model config."""
-    recipe = {k: v for k, v in to_dict(settings).items() if k not in OPERATIONAL}
+    recipe = _keyed({k: v for k, v in to_dict(settings).items() if k not in OPERATIONAL}, LATER_DEFAULTS)
+    recipe["phases"] = [_keyed(phase, LATER_PHASE_DEFAULTS) for phase in recipe["phases"]]
     return {"recipe": recipe, "data": data, "config": model.config.to_dict(), **extra}
 
 
