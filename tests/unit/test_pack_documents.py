@@ -20,6 +20,7 @@ from workflow_scripts.config.validate import load_config
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.integrity import IntegrityError
 from workflow_scripts.pack import format as packfmt
+from workflow_scripts.pack import pack as pack_cli
 from workflow_scripts.pack.index import build_index
 from workflow_scripts.pack.keys import pack_key
 from workflow_scripts.pack.pack import pack_shard
@@ -38,8 +39,14 @@ def packed(tmp_path_factory):
     texts[3], texts[7] = "", " ".join(fx.sentences(20, seed=9))  # nothing, and a document of several blocks
     shard = root / "shard~0.parquet"
     pq.write_table(pa.table({"id": [f"d{i}" for i in range(len(texts))], "text": texts}), shard)
-    tok = AutoTokenizer.from_pretrained(fx.make_wordpiece(root / "wp", texts))
-    metas = {mode: pack_shard(shard, tok, 24, 0.2, root / mode, packing=mode) for mode in ("concatenate", "documents")}
+    vocab = fx.make_wordpiece(root / "wp", texts)
+    tok = AutoTokenizer.from_pretrained(vocab)
+    args = ["--shard", str(shard), "--tokenizer", str(vocab), "--seq-len", "24", "--heldout-fraction", "0.2"]
+    pack_cli.main([*args, "--packing", "documents", "--out", str(root / "documents")])  # as the pack rule runs it
+    metas = {
+        "concatenate": pack_shard(shard, tok, 24, 0.2, root / "concatenate"),
+        "documents": json.loads((root / "documents" / "meta.json").read_text()),
+    }
     return {"root": root, "texts": texts, "tok": tok, "metas": metas}
 
 
@@ -102,7 +109,8 @@ def test_damaged_document_starts_are_refused(packed, tmp_path):
     data = bytearray(starts.read_bytes())
     data[4] ^= 1
     starts.write_bytes(bytes(data))
-    with pytest.raises(IntegrityError, match="train.starts.bin: changed since it was packed"):
+    # the message says how to pack it again, in its mode
+    with pytest.raises(IntegrityError, match="train.starts.bin: changed since it was packed.*--packing documents"):
         pdata.PackedBlocks(copy_dir, "train")
 
 
