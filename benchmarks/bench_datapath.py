@@ -331,12 +331,13 @@ def fit(runs: list[dict], stage: str, key: str, documents: float) -> float:
 
 
 def study_packings(config: Path = ROOT / "config.yaml") -> dict[str, tuple[int, list[str]]]:
-    """Per corpus of the full study: its shards and the packings (tokenizer/seq~N/heldout~F) its models open.
+    """Per corpus of the full study: its shards and the packings (tokenizer/[packing~M/]seq~N/heldout~F) its
+    models open.
 
     Each packing is one pack job per shard, shared by every model that opens it."""
     study = load_study(config)
     packed = {
-        re.search(r"/packed/([^/]+)/([^/]+)/(seq~\d+/heldout~[^/]+)/", index).groups()
+        re.search(r"/packed/([^/]+)/([^/]+)/((?:packing~[^/]+/)?seq~\d+/heldout~[^/]+)/", index).groups()
         for name, m in study.models.items()
         if m.kind != "external"
         for index in plan.model_packed(study, name)

@@ -89,6 +89,7 @@ wildcard_constraints:
     task=_names(TASKS),
     tokenizer=_names(PACK_TOKENIZERS),
     seq_len=r"\d+",
+    packing=r"(packing~[a-z]+/)?",
     heldout=r"[0-9.e+-]+",
     shard=r"\d+",
     fold=r"\d+",

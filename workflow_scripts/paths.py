@@ -18,7 +18,8 @@ MODEL = f"{RESULTS}/{{kind}}/{{model}}"  # a model built here, by its kind (pret
 PRETRAINED = MODEL.format(kind="pretrain", model="{model}")
 DISTILLED = MODEL.format(kind="distill", model="{model}")
 CONTROL = MODEL.format(kind="control", model="{model}")  # a model's architecture with random weights
-PACKED = f"{RESULTS}/packed/{{tokenizer}}/{{corpus}}/seq~{{seq_len}}/heldout~{{heldout}}"
+# {packing}: empty for packing: concatenate, "packing~documents/" for documents
+PACKED = f"{RESULTS}/packed/{{tokenizer}}/{{corpus}}/{{packing}}seq~{{seq_len}}/heldout~{{heldout}}"
 TASK = f"{RESULTS}/tasks/{{task}}"
 RUN = f"{RESULTS}/finetune/{{model}}/{{task}}/fold~{{fold}}/seed~{{seed}}"
 TABLES = f"{RESULTS}/tables"

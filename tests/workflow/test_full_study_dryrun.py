@@ -37,6 +37,9 @@ def test_dry_run_shows_every_stage_and_job():
     per_model = sum(len(model_packed(study, m)) for m, e in study.models.items() if e.kind != "external")
     assert jobs["pack_index"] == len(indexes) < per_model
     assert jobs["pack"] == sum(corpus_shards(study, p.split("/")[3]) for p in indexes) > 1000
+    # the 8k phase: PMC full text packed at 8,192 tokens with each block's documents kept apart
+    long = "results/packed/vocab~pm-bpe50k/pmc/packing~documents/seq~8192/heldout~0.01/index.json"
+    assert model_packed(study, "ours-base-pm-voc-8k") == [long] and long in indexes
     assert jobs["pretrain"] == kinds.count("pretrain")
     assert jobs["distill"] == kinds.count("distill")
     assert jobs["prepare_task"] == len(study.resolved_tasks)

@@ -16,6 +16,7 @@ from typing import Any
 
 from .. import paths
 from ..download.hub import HubFile, wanted
+from ..pack.keys import packing_prefix
 from .restricted import restricted as restricted_marks
 from .study import Study
 
@@ -228,11 +229,18 @@ def corpus_shards(study: Study, corpus: str) -> int:
     return 1 if entry.type == "text" else entry.shards
 
 
-def packed_dir(tokenizer: str, corpus: str, seq_len: int, heldout_fraction: float) -> str:
+def packed_dir(tokenizer: str, corpus: str, seq_len: int, heldout_fraction: float, packing: str = "concatenate") -> str:
     """One corpus packed at one length: ``shard~N/`` per corpus shard, and their ``index.json``."""
     # the fraction as Python writes a float back, so that the path reads back the same value
     heldout = repr(float(heldout_fraction))
-    return paths.PACKED.format(tokenizer=tokenizer, corpus=corpus, seq_len=seq_len, heldout=heldout)
+    return paths.PACKED.format(
+        tokenizer=tokenizer, corpus=corpus, packing=packing_prefix(packing), seq_len=seq_len, heldout=heldout
+    )
+
+
+def packing_args(prefix: str) -> str:
+    """The pack command's ``--packing`` for a packed path's ``{packing}`` segment (none for concatenate)."""
+    return f" --packing {prefix.removeprefix('packing~').rstrip('/')}" if prefix else ""
 
 
 def model_packed(study: Study, model: str) -> list[str]:
@@ -243,7 +251,11 @@ def model_packed(study: Study, model: str) -> list[str]:
     settings = getattr(m, m.kind)
     tokenizer = model_tokenizer(study, model)[0]
     lengths = dict.fromkeys(p.seq_len for p in settings.phases)
-    return [f"{packed_dir(tokenizer, c, n, settings.heldout_fraction)}/index.json" for n in lengths for c in m.corpora]
+    return [
+        f"{packed_dir(tokenizer, c, n, settings.heldout_fraction, settings.packing)}/index.json"
+        for n in lengths
+        for c in m.corpora
+    ]
 
 
 def corpus_args(corpora: list[str]) -> str:

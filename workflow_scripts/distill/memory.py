@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from ..pretrain.memory import CHUNK_TENSORS, Encoder, Precision, StepBytes, mlm_step_bytes
+from ..pretrain.memory import CHUNK_TENSORS, Encoder, Precision, StepBytes, document_mask_bytes, mlm_step_bytes
 from .losses import CHUNK_ELEMENTS
 
 
@@ -30,4 +30,8 @@ def distill_estimate(student, teacher, s, device: torch.device) -> StepBytes:
     """``s``: DistillSettings."""
     st, te, p = Encoder.of(student), Encoder.of(teacher), Precision.of(student, device, s.precision)
     kl_all = s.kl_positions == "all"
-    return lambda micro, seq_len: distill_step_bytes(st, te, micro, seq_len, max(s.phase_mask_probs()), kl_all, p)
+    # packing: documents: the student's and the teacher's attention masks
+    return lambda micro, seq_len: (
+        distill_step_bytes(st, te, micro, seq_len, max(s.phase_mask_probs()), kl_all, p)
+        + 2 * document_mask_bytes(s, micro, seq_len)
+    )

@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..pretrain.documents import block_diagonal, document_inputs
 from ..pretrain.model import linear_weights, masked_hidden, matmul_flops_per_token, mlm_parts
 from . import losses
 from .settings import LossWeights
@@ -16,14 +17,19 @@ LAYERWISE = ("hidden_mse", "hidden_cosine", "attention_mse", "attention_kl")
 
 
 def attention_maps(
-    model: nn.Module, hidden_states: tuple[torch.Tensor, ...], layers: list[int]
+    model: nn.Module,
+    hidden_states: tuple[torch.Tensor, ...],
+    layers: list[int],
+    position_ids: torch.Tensor | None = None,
 ) -> dict[int, torch.Tensor]:
     """Attention probabilities [B, heads, L, L] of the given layers (1-based), from their input hidden states.
 
     The model itself runs its fast attention kernel (SDPA) in every layer; only the mapped layers'
     maps are formed here, as the eager kernel forms them before dropout, softmax(QK^T / sqrt(d)).
-    Pretraining blocks carry no padding, so there is no attention mask.
+    Pretraining blocks carry no padding; blocks packed with ``packing: documents`` (``position_ids``
+    given) attend within each document only.
     """
+    allowed = None if position_ids is None else block_diagonal(position_ids)
     encoder = mlm_parts(model)[0].encoder
     maps = {}
     for layer in sorted(set(layers)):
@@ -32,6 +38,8 @@ def attention_maps(
         q = attn.query(h).view(shape).transpose(1, 2)
         k = attn.key(h).view(shape).transpose(1, 2)
         scores = torch.matmul(q, k.transpose(-1, -2)) * attn.attention_head_size**-0.5
+        if allowed is not None:
+            scores = scores.masked_fill(~allowed, float("-inf"))
         maps[layer] = torch.softmax(scores, dim=-1, dtype=torch.float32)
     return maps
 
@@ -69,10 +77,17 @@ class DistillObjective(nn.Module):
         """Padded prediction slots suit every term but kl and soft_ce on masked positions, which would compare them."""
         return not (self.needs_logits and not self.kl_all)
 
-    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, labels: torch.Tensor, norms: dict[str, float]):
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        positions: torch.Tensor,
+        labels: torch.Tensor,
+        norms: dict[str, float],
+        position_ids: torch.Tensor | None = None,
+    ):
         flags = {"output_hidden_states": self.needs_hidden or self.needs_attention}
         s_enc, s_head = mlm_parts(self.model)
-        s_out = s_enc(input_ids=input_ids, **flags)
+        s_out = s_enc(input_ids=input_ids, **flags, **document_inputs(self.model, position_ids))
         if self.needs_logits and self.kl_all:  # the head runs once on every position
             s_all = s_head(s_out.last_hidden_state).flatten(0, 1)
             s_logits = s_all.index_select(0, positions)
@@ -82,14 +97,14 @@ class DistillObjective(nn.Module):
         if len(self.weights) > ("mlm" in self.weights):
             t_enc, t_head = mlm_parts(self.teacher)
             with torch.no_grad(), self.teacher_autocast():
-                t_out = t_enc(input_ids=input_ids, **flags)
+                t_out = t_enc(input_ids=input_ids, **flags, **document_inputs(self.teacher, position_ids))
                 t_logits = None
                 if self.needs_logits:
                     t_hidden = (
                         t_out.last_hidden_state if self.kl_all else masked_hidden(t_out.last_hidden_state, positions)
                     )
                     t_logits = t_head(t_hidden).flatten(0, -2)
-            terms.update(self._teacher_terms(s_out, t_out, s_all, t_logits, norms))
+            terms.update(self._teacher_terms(s_out, t_out, s_all, t_logits, norms, position_ids))
         loss = sum(self.weights.get(k, 0.0) * v for k, v in terms.items())
         stats = {k: v.detach() for k, v in terms.items()}
         stats["loss"] = loss.detach()
@@ -117,7 +132,7 @@ class DistillObjective(nn.Module):
                 flops += passes * layers * (2 * 2 * h * h + 2 * h * seq_len)
         return flops
 
-    def _teacher_terms(self, s_out, t_out, s_logits, t_logits, norms) -> dict[str, torch.Tensor]:
+    def _teacher_terms(self, s_out, t_out, s_logits, t_logits, norms, position_ids=None) -> dict[str, torch.Tensor]:
         w, T, out = self.weights, self.temperature, {}
         tokens, width = norms["tokens"], self.teacher.config.hidden_size
         count = norms["tokens"] if self.kl_all else norms["masked"]
@@ -134,8 +149,8 @@ class DistillObjective(nn.Module):
         pairs = list(enumerate(self.layer_map, start=1))
         if self.needs_attention:
             with torch.no_grad(), self.teacher_autocast():
-                t_maps = attention_maps(self.teacher, t_out.hidden_states, self.layer_map)
-            s_maps = attention_maps(self.model, s_out.hidden_states, [i for i, _ in pairs])
+                t_maps = attention_maps(self.teacher, t_out.hidden_states, self.layer_map, position_ids)
+            s_maps = attention_maps(self.model, s_out.hidden_states, [i for i, _ in pairs], position_ids)
         if "hidden_mse" in w:
             out["hidden_mse"] = sum(
                 losses.squared_error(self.proj(s_out.hidden_states[i]), t_out.hidden_states[t]) for i, t in pairs

@@ -120,6 +120,10 @@ class DistillSettings(PretrainSettings):
             raise PipelineError(f"{where}.loss: every weight is 0; give at least one positive weight")
         if self.temperature <= 0:
             raise PipelineError(f"{where}.temperature: must be positive")
+        if any(p.grow_positions for p in self.phases):
+            raise PipelineError(
+                f"{where}.phases: grow_positions applies to pretraining only; distil at the teacher's lengths"
+            )
         if self.student.num_layers is not None and self.student.num_layers < 1:
             raise PipelineError(f"{where}.student.num_layers: must be at least 1")
 

@@ -14,9 +14,9 @@ from pathlib import Path
 
 from ..atomic import write_json
 from ..errors import PipelineError
-from .keys import PACK_VERSION
+from .keys import DOCUMENTS_VERSION, PACK_VERSION
 
-SAME = ("version", "seq_len", "heldout_fraction", "tokenizer")
+SAME = ("version", "seq_len", "heldout_fraction", "tokenizer", "packing")
 
 
 def build_index(corpus: str, shard_dirs: Sequence[str | os.PathLike], out: str | os.PathLike) -> dict:
@@ -38,7 +38,7 @@ def build_index(corpus: str, shard_dirs: Sequence[str | os.PathLike], out: str |
                     f"{d}/meta.json: {key} {meta.get(key)!r} differs from {metas[0][0]}'s {first.get(key)!r}"
                 )
     index = {
-        **{key: first[key] for key in SAME},
+        **{key: first[key] for key in SAME if key in first},  # concatenate's meta names no packing
         "corpus": corpus,
         "shards": [{"dir": os.path.relpath(d, out.parent), "key": m["key"], "blocks": m["blocks"]} for d, m in metas],
     }
@@ -52,8 +52,11 @@ def read_index(path: str | os.PathLike) -> tuple[dict, list[Path]]:
     if not path.is_file():
         raise PipelineError(f"{path}: packed-data index not found; run the pack jobs first")
     index = json.loads(path.read_text())
-    if index.get("version") != PACK_VERSION:
-        raise PipelineError(f"{path}: packed with {index.get('version')!r}, this code reads {PACK_VERSION}; pack again")
+    if index.get("version") not in (PACK_VERSION, DOCUMENTS_VERSION):
+        raise PipelineError(
+            f"{path}: packed with {index.get('version')!r}, this code reads {PACK_VERSION} and "
+            f"{DOCUMENTS_VERSION}; pack again"
+        )
     dirs = []
     for shard in index["shards"]:
         d = path.parent / shard["dir"]

@@ -11,11 +11,24 @@ import hashlib
 import json
 
 PACK_VERSION = "pack_v2"  # v2: blocks are cut per corpus shard (v1 cut one stream over all shards)
+# v3 (packing: documents): every document wrapped as [CLS] ... [SEP], blocks cut from that stream
+# unwrapped, and each block's document starts stored beside it
+DOCUMENTS_VERSION = "pack_v3"
+PACKINGS = ("concatenate", "documents")
 
 
-def packed_subdir(seq_len: int, heldout_fraction: float) -> str:
-    """``seq~N/heldout~F`` (F as Python writes the float back, so the path reads back the same value)."""
-    return f"seq~{seq_len}/heldout~{float(heldout_fraction)!r}"
+def pack_version(packing: str) -> str:
+    return DOCUMENTS_VERSION if packing == "documents" else PACK_VERSION
+
+
+def packing_prefix(packing: str) -> str:
+    """The path segment of a packing mode: none for concatenate (the layout before modes existed)."""
+    return "" if packing == "concatenate" else f"packing~{packing}/"
+
+
+def packed_subdir(seq_len: int, heldout_fraction: float, packing: str = "concatenate") -> str:
+    """``[packing~M/]seq~N/heldout~F`` (F as Python writes the float back, so the path reads back the same value)."""
+    return f"{packing_prefix(packing)}seq~{seq_len}/heldout~{float(heldout_fraction)!r}"
 
 
 def tokenizer_digest(tokenizer) -> str:
@@ -31,6 +44,10 @@ def tokenizer_digest(tokenizer) -> str:
     return hashlib.sha256(json.dumps(content).encode()).hexdigest()
 
 
-def pack_key(shard_sha256: str, tokenizer: str, seq_len: int, heldout_fraction: float) -> str:
-    blob = json.dumps([PACK_VERSION, shard_sha256, tokenizer, seq_len, heldout_fraction])
+def pack_key(
+    shard_sha256: str, tokenizer: str, seq_len: int, heldout_fraction: float, packing: str = "concatenate"
+) -> str:
+    """The content key of a packed shard; concatenate's is the one it had before packing modes existed."""
+    parts = [pack_version(packing), shard_sha256, tokenizer, seq_len, heldout_fraction]
+    blob = json.dumps(parts if packing == "concatenate" else [*parts, packing])
     return hashlib.sha256(blob.encode()).hexdigest()

@@ -28,32 +28,45 @@ def corpus_shards(corpus_dir: Path) -> list[Path]:
     return found
 
 
-def packed_dir(root: Path, corpus: str, seq_len: int, heldout_fraction: float) -> Path:
-    return root / corpus / packed_subdir(seq_len, heldout_fraction)
+def packed_dir(root: Path, corpus: str, seq_len: int, heldout_fraction: float, packing: str = "concatenate") -> Path:
+    return root / corpus / packed_subdir(seq_len, heldout_fraction, packing)
 
 
 def index_paths(
-    corpus_dirs: Sequence[str | os.PathLike], seq_lens: Sequence[int], heldout_fraction: float, root: Path
+    corpus_dirs: Sequence[str | os.PathLike],
+    seq_lens: Sequence[int],
+    heldout_fraction: float,
+    root: Path,
+    packing: str = "concatenate",
 ) -> list[Path]:
     lengths = dict.fromkeys(seq_lens)
-    return [packed_dir(root, Path(c).name, n, heldout_fraction) / "index.json" for c in corpus_dirs for n in lengths]
+    return [
+        packed_dir(root, Path(c).name, n, heldout_fraction, packing) / "index.json"
+        for c in corpus_dirs
+        for n in lengths
+    ]
 
 
 def pack_corpora(
-    corpus_dirs: Sequence[str | os.PathLike], tokenizer, seq_lens: Sequence[int], heldout_fraction: float, root: Path
+    corpus_dirs: Sequence[str | os.PathLike],
+    tokenizer,
+    seq_lens: Sequence[int],
+    heldout_fraction: float,
+    root: Path,
+    packing: str = "concatenate",
 ) -> None:
     """Pack every shard of every corpus at every length under ``root``, with an index each."""
     digest = tokenizer_digest(tokenizer)
     for corpus in map(Path, corpus_dirs):
         shards = corpus_shards(corpus)
         for seq_len in dict.fromkeys(seq_lens):
-            base = packed_dir(root, corpus.name, seq_len, heldout_fraction)
+            base = packed_dir(root, corpus.name, seq_len, heldout_fraction, packing)
             dirs = []
             for shard in shards:
                 target, sha = base / shard.stem, sha256_file(shard)
                 meta = target / "meta.json"
-                key = pack_key(sha, digest, seq_len, heldout_fraction)
+                key = pack_key(sha, digest, seq_len, heldout_fraction, packing)
                 if not meta.is_file() or json.loads(meta.read_text()).get("key") != key:
-                    pack_shard(shard, tokenizer, seq_len, heldout_fraction, target, sha)
+                    pack_shard(shard, tokenizer, seq_len, heldout_fraction, target, sha, packing)
                 dirs.append(target)
             build_index(corpus.name, dirs, base / "index.json")

@@ -3,10 +3,13 @@
     python -m workflow_scripts.pack.pack --shard results/corpus/C/shard~N.parquet --tokenizer DIR_OR_HUB_ID \\
         --seq-len 128 --heldout-fraction 0.01 --threads 8 --out results/packed/T/C/seq~128/heldout~0.01/shard~N
 
-Documents are packed RoBERTa "full-sentences" style: the token stream of the shard's
-documents (each followed by the separator) is cut into blocks of ``seq_len - 2`` tokens,
-each wrapped as ``[CLS] ... [SEP]``; the incomplete last block is dropped. Documents go to
-the held-out split by a hash of their id, so the split depends on neither seed nor model.
+Documents are packed RoBERTa "full-sentences" style (``--packing concatenate``): the token
+stream of the shard's documents (each followed by the separator) is cut into blocks of
+``seq_len - 2`` tokens, each wrapped as ``[CLS] ... [SEP]``; the incomplete last block is
+dropped. ``--packing documents`` wraps every document as ``[CLS] ... [SEP]`` instead, cuts
+that stream into blocks of ``seq_len`` tokens and stores where each document starts in each
+block, so that training keeps documents apart. Documents go to the held-out split by a hash
+of their id, so the split depends on neither seed nor model.
 """
 
 from __future__ import annotations
@@ -27,10 +30,10 @@ from ..cli import run
 from ..errors import PipelineError
 from ..progress import progress
 from ..tokenizer import Specials
-from .blocks import BlockWriter
+from .blocks import BlockWriter, DocumentBlockWriter
 from .encode import Encoder
 from .format import SPECIAL, is_heldout
-from .keys import PACK_VERSION, pack_key, tokenizer_digest
+from .keys import PACKINGS, pack_key, pack_version, tokenizer_digest
 from .verify import block_files, sha256_stream
 
 log = logging.getLogger(__name__)
@@ -64,8 +67,50 @@ def with_separators(ids: np.ndarray, flags: np.ndarray, lengths: np.ndarray, sep
     return np.insert(ids, ends, sep), np.insert(flags, ends, SPECIAL)
 
 
+def wrapped(
+    ids: np.ndarray, flags: np.ndarray, lengths: np.ndarray, specials: Specials
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The stream with every (non-empty) document as ``[CLS] document [SEP]``, and its documents' first tokens."""
+    offsets = np.concatenate(([0], np.cumsum(lengths)[:-1]))[lengths > 0]
+    ends = np.cumsum(lengths)[lengths > 0]
+    # np.insert keeps the given order at equal indices: a document's [SEP] before the next one's [CLS]
+    at = np.concatenate([ends, offsets])
+    tokens = np.concatenate([np.full(len(ends), specials.sep), np.full(len(offsets), specials.cls)])
+    out_ids = np.insert(ids, at, tokens.astype(ids.dtype))
+    out_flags = np.insert(flags, at, SPECIAL)
+    starts = np.zeros(len(out_ids), dtype=bool)
+    starts[offsets + 2 * np.arange(len(offsets))] = True
+    return out_ids, out_flags, starts
+
+
+def _writers(tmp: Path, seq_len: int, specials: Specials, dtype, packing: str) -> dict[str, BlockWriter]:
+    kind = DocumentBlockWriter if packing == "documents" else BlockWriter
+    return {s: kind(tmp, s, seq_len, specials, dtype) for s in SPLITS}
+
+
+def _add_batch(writers: dict[str, BlockWriter], enc, held: np.ndarray, specials: Specials, dtype) -> None:
+    """One encoded batch into the train and held-out streams, as each writer's packing lays it out."""
+    documents = isinstance(writers["train"], DocumentBlockWriter)
+    if documents:
+        ids, flags, starts = wrapped(enc.ids, enc.flags, enc.lengths, specials)
+    else:
+        ids, flags = with_separators(enc.ids, enc.flags, enc.lengths, specials.sep)
+    # each non-empty document contributes its tokens and one separator (and its [CLS] when wrapped)
+    token_held = np.repeat(held, enc.lengths + (1 + documents) * (enc.lengths > 0))
+    for split, mask in (("train", ~token_held), ("heldout", token_held)):
+        if mask.any():
+            extra = (starts[mask],) if documents else ()
+            writers[split].add(ids[mask].astype(dtype, copy=False), flags[mask], *extra)
+
+
 def pack_shard(
-    shard: Path, tokenizer, seq_len: int, heldout_fraction: float, target: Path, shard_sha256: str | None = None
+    shard: Path,
+    tokenizer,
+    seq_len: int,
+    heldout_fraction: float,
+    target: Path,
+    shard_sha256: str | None = None,
+    packing: str = "concatenate",
 ) -> dict:
     """Pack ``shard`` into the directory ``target`` (written atomically); return its meta.json."""
     specials = Specials.of(tokenizer, "tokenizer")
@@ -75,26 +120,20 @@ def pack_shard(
     tok_digest = tokenizer_digest(tokenizer)
     docs = 0
     with atomic_dir(target) as tmp:
-        writers = {s: BlockWriter(tmp, s, seq_len, specials, dtype) for s in SPLITS}
+        writers = _writers(tmp, seq_len, specials, dtype, packing)
         bar = progress(f"packing {shard.name} for seq_len {seq_len}", unit="docs")
         for doc_ids, texts in iter_batches(shard):
-            enc = encoder.encode(texts)
             held = np.fromiter((is_heldout(d, heldout_fraction) for d in doc_ids), dtype=bool, count=len(doc_ids))
-            ids, flags = with_separators(enc.ids, enc.flags, enc.lengths, specials.sep)
-            # each non-empty document contributes its tokens and one separator
-            token_held = np.repeat(held, enc.lengths + (enc.lengths > 0))
-            for split, mask in (("train", ~token_held), ("heldout", token_held)):
-                if mask.any():
-                    writers[split].add(ids[mask].astype(dtype, copy=False), flags[mask])
+            _add_batch(writers, encoder.encode(texts), held, specials, dtype)
             docs += len(texts)
             bar.update(len(texts))
         bar.close()
         blocks = {s: w.close() for s, w in writers.items()}
         # Recorded at pack time so that training can verify what it reads (pack/verify.py).
-        sums = {name: sha256_stream(tmp / name) for s in SPLITS for name in block_files(s)}
+        sums = {name: sha256_stream(tmp / name) for s in SPLITS for name in block_files(s, packing)}
         meta = {
-            "version": PACK_VERSION,
-            "key": pack_key(sha, tok_digest, seq_len, heldout_fraction),
+            "version": pack_version(packing),
+            "key": pack_key(sha, tok_digest, seq_len, heldout_fraction, packing),
             "seq_len": seq_len,
             "dtype": np.dtype(dtype).name,
             "blocks": blocks,
@@ -104,6 +143,7 @@ def pack_shard(
             "shard": {"file": shard.name, "sha256": sha},
             "tokenizer": tok_digest,
             "sha256": sums,
+            **({"packing": packing} if packing != "concatenate" else {}),
         }
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n")
     log.info(
@@ -137,6 +177,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     ap.add_argument("--tokenizer", required=True, help="tokenizer directory, checkpoint directory or hub id")
     ap.add_argument("--seq-len", required=True, type=int, help="tokens per block, [CLS] and [SEP] included")
     ap.add_argument("--heldout-fraction", required=True, type=float, help="fraction of documents held out")
+    ap.add_argument(
+        "--packing",
+        choices=PACKINGS,
+        default="concatenate",
+        help="concatenate: documents run on across blocks; documents: each block keeps its documents' starts",
+    )
     ap.add_argument("--threads", type=int, default=1, help="encoding threads (the tokenizer's own pool)")
     ap.add_argument("--out", required=True, help="output directory of this shard's blocks")
     return ap.parse_args(argv)
@@ -154,13 +200,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     shard, out = Path(args.shard), Path(args.out)
     if not shard.is_file():
         raise PipelineError(f"{shard}: corpus shard not found; build the corpus first")
-    meta = pack_shard(shard, tokenizer, args.seq_len, args.heldout_fraction, out)
-    outputs = [out / "meta.json"] + [out / name for s in SPLITS for name in block_files(s)]
+    meta = pack_shard(shard, tokenizer, args.seq_len, args.heldout_fraction, out, packing=args.packing)
+    outputs = [out / "meta.json"] + [out / name for s in SPLITS for name in block_files(s, args.packing)]
     provenance.record(
         out,
         step="pack",
         inputs={"shard": shard, "tokenizer": args.tokenizer},
-        params={"seq_len": args.seq_len, "heldout_fraction": args.heldout_fraction, "version": PACK_VERSION},
+        params={
+            "seq_len": args.seq_len,
+            "heldout_fraction": args.heldout_fraction,
+            "version": meta["version"],
+            **({"packing": args.packing} if args.packing != "concatenate" else {}),
+        },
         outputs=outputs,
         started=started,
         extra={"key": meta["key"], "blocks": meta["blocks"]},

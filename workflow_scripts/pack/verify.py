@@ -20,8 +20,10 @@ CHUNK = 8 << 20
 _verified: set[tuple[str, int, int]] = set()
 
 
-def block_files(split: str) -> tuple[str, str]:
-    return f"{split}.tokens.bin", f"{split}.flags.bin"
+def block_files(split: str, packing: str = "concatenate") -> tuple[str, ...]:
+    """The files of one split; packing: documents adds each block's document starts."""
+    starts = (f"{split}.starts.bin", f"{split}.starts_index.bin") if packing == "documents" else ()
+    return f"{split}.tokens.bin", f"{split}.flags.bin", *starts
 
 
 def sha256_stream(path: Path) -> str:
@@ -56,16 +58,21 @@ def rebuild_hint(directory: Path) -> str:
             return (
                 f"delete {directory} and rerun snakemake, which packs it again (by hand: python -m "
                 f"workflow_scripts.pack.pack --shard {shard} --tokenizer {tokenizer} --seq-len {params['seq_len']} "
-                f"--heldout-fraction {params['heldout_fraction']} --out {directory})"
+                f"--heldout-fraction {params['heldout_fraction']}{packing_arg(params)} --out {directory})"
             )
     return f"delete {directory}; the next run packs it again"
+
+
+def packing_arg(params: dict) -> str:
+    return f" --packing {params['packing']}" if params.get("packing", "concatenate") != "concatenate" else ""
 
 
 def verify_blocks(directory: str | os.PathLike, split: str) -> None:
     """Check ``split``'s block files in ``directory`` against their recorded checksums, once per job."""
     directory = Path(directory)
     sums = recorded_checksums(directory)
-    for name in block_files(split):
+    packing = json.loads((directory / "meta.json").read_text()).get("packing", "concatenate")
+    for name in block_files(split, packing):
         path = directory / name
         stat = path.stat()
         key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)

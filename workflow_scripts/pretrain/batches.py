@@ -36,6 +36,7 @@ class MicroBatch:
     input_ids: torch.Tensor  # [rows, L] masked ids
     positions: torch.Tensor  # [slots] flat indices of the predicted positions, padding points at position 0
     labels: torch.Tensor  # [slots] the original ids there, IGNORE_INDEX in padding
+    position_ids: torch.Tensor | None = None  # [rows, L] restarting per document (packing: documents)
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,9 @@ class BatchBuilder:
         in_phase = step - part.first + part.offset
         self._note_epoch(part.data, in_phase, len(data), step)
         first = in_phase * s.batch_size + self.rank * self.share
-        toks, flags = data.take(order.indices(first, self.share))
+        blocks = order.indices(first, self.share)
+        toks, flags = data.take(blocks)
+        documents = data.positions(blocks)
         stream = step_generator(s.seed, part.stream, step)
         rate = part.mask_prob
         input_ids, masked, selected = mask_rows(s, self.specials, toks, flags, stream, self.rank * self.share, rate)
@@ -144,7 +147,9 @@ class BatchBuilder:
         micro = []
         for k in range(self.share // self.micro):
             rows = slice(k * self.micro, (k + 1) * self.micro)
-            tensors = (masked[rows], *fixed_predictions(selected[rows], input_ids[rows], slots))
+            tensors = [masked[rows], *fixed_predictions(selected[rows], input_ids[rows], slots)]
+            if documents is not None:
+                tensors.append(torch.from_numpy(documents[rows]))
             micro.append(MicroBatch(*(t.pin_memory() if self.pin else t for t in tensors)))
         return StepBatch(step, part.data, L, micro, int(selected.sum()), rate)
 

@@ -22,6 +22,7 @@ from transformers import ElectraConfig, ElectraForMaskedLM, ElectraForPreTrainin
 from ..errors import PipelineError
 from ..tokenizer import Specials, load_tokenizer
 from .batches import IGNORE_INDEX
+from .documents import document_inputs
 from .loop import EVAL_SEED, NO_HELDOUT, Job, has_heldout, heldout_summary, heldout_sums
 from .model import check_vocab, masked_hidden, matmul_flops_per_token
 from .settings import ElectraSettings, PretrainSettings
@@ -147,9 +148,16 @@ class ElectraObjective(nn.Module):
         self.discriminator, self.generator, self.settings = discriminator, generator, settings
         self.sample_with: torch.Generator | None = None  # set by the held-out evaluation for fixed draws
 
-    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, labels: torch.Tensor, norms: dict[str, float]):
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        positions: torch.Tensor,
+        labels: torch.Tensor,
+        norms: dict[str, float],
+        position_ids: torch.Tensor | None = None,
+    ):
         gen = self.generator
-        hidden = gen.electra(input_ids=input_ids).last_hidden_state
+        hidden = gen.electra(input_ids=input_ids, **document_inputs(gen, position_ids)).last_hidden_state
         logits = gen.generator_lm_head(gen.generator_predictions(masked_hidden(hidden, positions)))
         mlm = F.cross_entropy(logits.float(), labels, reduction="sum") / norms["masked"]
 
@@ -159,7 +167,8 @@ class ElectraObjective(nn.Module):
         corrupted = input_ids.reshape(-1).index_put((positions,), sampled).view_as(input_ids)
         original = input_ids.reshape(-1).index_put((positions,), torch.where(valid, labels, current)).view_as(input_ids)
         replaced = (corrupted != original).float()
-        disc_logits = self.discriminator(input_ids=corrupted).logits.float()
+        documents = document_inputs(self.discriminator, position_ids)
+        disc_logits = self.discriminator(input_ids=corrupted, **documents).logits.float()
         rtd = F.binary_cross_entropy_with_logits(disc_logits, replaced, reduction="sum") / norms["tokens"]
         correct = ((disc_logits > 0).float() == replaced).sum() / norms["tokens"]
         loss = mlm + self.settings.discriminator_weight * rtd

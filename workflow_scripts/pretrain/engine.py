@@ -42,6 +42,8 @@ OPERATIONAL = {
     "prefetch",
     "peak_tflops",
 }
+# Settings added after runs had started: at these values they stay out of the key, so such a run resumes.
+LATER_DEFAULTS = {"packing": "concatenate"}
 
 
 @dataclass
@@ -89,9 +91,9 @@ def packed_indexes(
         return [Path(p) for p in packed]
     seq_lens = [p.seq_len for p in settings.phases]
     if dist.main:
-        pack_corpora(corpus or [], tokenizer, seq_lens, settings.heldout_fraction, out / "packed")
+        pack_corpora(corpus or [], tokenizer, seq_lens, settings.heldout_fraction, out / "packed", settings.packing)
     dist.barrier()
-    return index_paths(corpus or [], seq_lens, settings.heldout_fraction, out / "packed")
+    return index_paths(corpus or [], seq_lens, settings.heldout_fraction, out / "packed", settings.packing)
 
 
 def load_phases(
@@ -111,6 +113,11 @@ def load_phases(
             raise PipelineError(
                 f"{path}: packed with heldout_fraction {index['heldout_fraction']}, "
                 f"the settings say {settings.heldout_fraction}"
+            )
+        if index.get("packing", "concatenate") != settings.packing:
+            raise PipelineError(
+                f"{path}: packed with packing {index.get('packing', 'concatenate')}, the settings say "
+                f"{settings.packing}; pack with --packing {settings.packing}"
             )
         opened.append((index, dirs))
     phases: list[PackedCorpus] = []
@@ -138,11 +145,16 @@ def load_phases(
     return phases, PackedCorpus(dirs, "heldout"), list(used), keys
 
 
+def _keyed(values: dict[str, Any], later: dict[str, Any]) -> dict[str, Any]:
+    """``values`` without the settings added later that keep their defaults."""
+    return {k: v for k, v in values.items() if k not in later or later[k] != v}
+
+
 def training_key(
     settings: PretrainSettings, data: dict[str, str], model: torch.nn.Module, extra: dict[str, Any]
 ) -> dict:
     """Everything a checkpoint depends on, by content: recipe, packed shards' keys, model config."""
-    recipe = {k: v for k, v in to_dict(settings).items() if k not in OPERATIONAL}
+    recipe = _keyed({k: v for k, v in to_dict(settings).items() if k not in OPERATIONAL}, LATER_DEFAULTS)
     # a phase key left unset (the model's value) stays out, so checkpoints made before it existed still resume
     recipe["phases"] = [{k: v for k, v in phase.items() if v is not None} for phase in recipe["phases"]]
     return {"recipe": recipe, "data": data, "config": model.config.to_dict(), **extra}

@@ -326,8 +326,9 @@ def _run(
 NO_HELDOUT = {"heldout_loss": None, "heldout_blocks": 0, "heldout_masked_tokens": 0}
 
 
-def heldout_batches(job: Job) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
-    """(masked ids, masked positions, labels) on the device for the held-out blocks, with masks fixed across models."""
+def heldout_batches(job: Job) -> Iterator[tuple[torch.Tensor, torch.Tensor, torch.Tensor, dict[str, torch.Tensor]]]:
+    """(masked ids, masked positions, labels, document position ids if any) on the device for the held-out
+    blocks, with masks fixed across models."""
     data, s, device = job.heldout, job.settings, job.dist.device
     specials = Specials.of(job.tokenizer, "tokenizer")
     n = min(len(data), s.heldout_max_blocks)
@@ -337,7 +338,9 @@ def heldout_batches(job: Job) -> Iterator[tuple[torch.Tensor, torch.Tensor, torc
         toks, flags = data.take(idx)
         input_ids, masked, selected = mask_rows(s, specials, toks, flags, step_generator(EVAL_SEED, 0, 0), start)
         positions = selected.reshape(-1).nonzero().squeeze(1)
-        yield masked.to(device), positions.to(device), input_ids.reshape(-1)[positions].to(device)
+        documents = data.positions(idx)
+        extra = {} if documents is None else {"position_ids": torch.from_numpy(documents).to(device)}
+        yield masked.to(device), positions.to(device), input_ids.reshape(-1)[positions].to(device), extra
 
 
 def has_heldout(job: Job) -> bool:
@@ -355,9 +358,9 @@ def heldout_sums(job: Job, objective: nn.Module, keys: tuple[str, ...]) -> tuple
     objective.eval()
     sums, masked_count, tokens = dict.fromkeys(keys, 0.0), 0, 0
     try:
-        for masked, positions, labels in heldout_batches(job):
+        for masked, positions, labels, documents in heldout_batches(job):
             with optim.autocast(job.dist.device, job.settings.precision):
-                _, stats = objective(masked, positions, labels, {"masked": 1.0, "tokens": 1.0})
+                _, stats = objective(masked, positions, labels, {"masked": 1.0, "tokens": 1.0}, **documents)
             for key in sums:
                 sums[key] += float(stats[key])
             masked_count += len(positions)

@@ -6,7 +6,8 @@ AdamW state and the gradients alive at the peak. Under bf16 autocast (the GPU ca
 LayerNorms stay fp32 while each Linear saves its own bf16 copy of its input; attention runs
 a fused kernel (flash, memory-efficient or CPU flash) that keeps q, k, v, its output and
 the log-sum-exp, or, where the fused kernel cannot run (CPU with attention dropout), the
-math kernel that also keeps the [heads, L, L] probabilities and dropout mask.
+math kernel that also keeps the [heads, L, L] probabilities and dropout mask. Blocks that keep
+documents apart (``packing: documents``) add their [L, L] attention mask per sequence.
 benchmarks/bench_memory.py compares it with the peak measured on the CPU.
 """
 
@@ -133,14 +134,26 @@ def electra_step_bytes(
     return gen + sampling + disc
 
 
+def document_mask_bytes(s: PretrainSettings, micro: int, seq_len: int) -> float:
+    """The block-diagonal mask of ``packing: documents``: booleans for sdpa, fp32 additive for eager."""
+    if s.packing != "documents":
+        return 0.0
+    return micro * seq_len**2 * (1 if s.attention == "sdpa" else 4)
+
+
 def mlm_estimate(model: torch.nn.Module, s: PretrainSettings, device: torch.device) -> StepBytes:
     e, p = Encoder.of(model), Precision.of(model, device, s.precision)
-    return lambda micro, seq_len: mlm_step_bytes(e, micro, seq_len, max(s.phase_mask_probs()), p)
+    return lambda micro, seq_len: (
+        mlm_step_bytes(e, micro, seq_len, max(s.phase_mask_probs()), p) + document_mask_bytes(s, micro, seq_len)
+    )
 
 
 def electra_estimate(discriminator, generator, s: PretrainSettings, device: torch.device) -> StepBytes:
     d, g, p = Encoder.of(discriminator), Encoder.of(generator), Precision.of(discriminator, device, s.precision)
-    return lambda micro, seq_len: electra_step_bytes(d, g, micro, seq_len, max(s.phase_mask_probs()), p)
+    return lambda micro, seq_len: (
+        electra_step_bytes(d, g, micro, seq_len, max(s.phase_mask_probs()), p)
+        + 2 * document_mask_bytes(s, micro, seq_len)
+    )
 
 
 def add_gpu_memory_argument(ap: argparse.ArgumentParser) -> None:

@@ -20,6 +20,7 @@ from transformers import (
 
 from ..errors import PipelineError
 from ..tokenizer import Specials, looks_local
+from .documents import document_inputs
 from .settings import PretrainSettings
 
 log = logging.getLogger(__name__)
@@ -108,9 +109,16 @@ class MLMObjective(nn.Module):
         self.model = model
         mlm_parts(model)
 
-    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor, labels: torch.Tensor, norms: dict[str, float]):
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        positions: torch.Tensor,
+        labels: torch.Tensor,
+        norms: dict[str, float],
+        position_ids: torch.Tensor | None = None,
+    ):
         encoder, head = mlm_parts(self.model)
-        hidden = encoder(input_ids=input_ids).last_hidden_state
+        hidden = encoder(input_ids=input_ids, **document_inputs(self.model, position_ids)).last_hidden_state
         logits = head(masked_hidden(hidden, positions))
         loss = F.cross_entropy(logits.float(), labels, reduction="sum") / norms["masked"]
         return loss, {"loss": loss.detach(), "mlm": loss.detach()}

@@ -38,6 +38,7 @@ from . import dist as distributed
 from .engine import Data, add_data_arguments, data_inputs, execute, open_data, training_job, training_key
 from .loop import Job
 from .model import MLMObjective, build_model, check_vocab, flops_record, load_pretrained, mlm_flops_fn
+from .positions import fit_positions
 from .settings import BranchStart, PretrainModelSettings, PretrainSettings
 
 log = logging.getLogger(__name__)
@@ -103,7 +104,7 @@ def mlm_job(
                 f"{args.init}: an ELECTRA checkpoint; continue it with "
                 "model.pretrain.objective: electra and architecture: electra"
             )
-        check_positions(model, max_len, args)
+        fit_positions([model], s.phases, f"{args.settings}: model.pretrain", args.init)
     else:
         tokenizer = load_tokenizer(args.tokenizer, "--tokenizer")
         model = build_model(s, tokenizer, max_len)
@@ -132,7 +133,7 @@ def electra_job(
     out = Path(args.out)
     if args.init:
         discriminator, generator, tokenizer = electra.load_electra(args.init, s, "--init")
-        check_positions(discriminator, max_len, args)
+        fit_positions([discriminator, generator], s.phases, f"{args.settings}: model.pretrain", args.init)
     else:
         tokenizer = load_tokenizer(args.tokenizer, "--tokenizer")
         discriminator, generator = electra.build_electra(s, tokenizer, max_len)
@@ -157,16 +158,6 @@ def electra_job(
         **branching.job_parts(branch, args.init),
     )
     return job, data
-
-
-def check_positions(model, max_len: int, args: argparse.Namespace) -> None:
-    limit = model.config.max_position_embeddings - (
-        model.config.pad_token_id + 1 if model.config.model_type == "roberta" else 0
-    )
-    if max_len > limit:
-        raise PipelineError(
-            f"{args.settings}: model.pretrain.phases: seq_len {max_len} exceeds the {limit} positions of {args.init}"
-        )
 
 
 if __name__ == "__main__":

@@ -33,6 +33,14 @@ class Phase:
     mask_prob: float | None = field(
         default=None, metadata={"help": "Masking rate in this phase (default: the model's mask_prob)."}
     )
+    grow_positions: Literal["copy"] | None = field(
+        default=None,
+        metadata={
+            "help": "A continued model with learned positions (BERT, RoBERTa, ELECTRA) whose checkpoint has fewer "
+            "positions than seq_len: copy grows the table to seq_len, each new row a copy of the checkpoint's rows "
+            "in turn (Longformer's initialisation); null refuses such a phase."
+        },
+    )
 
 
 @dataclass
@@ -112,6 +120,14 @@ class PretrainSettings:
         default_factory=lambda: [Phase(128, 1.0)],
         metadata={
             "help": "Sequence-length schedule, e.g. [{seq_len: 128, fraction: 0.9}, {seq_len: 512, fraction: 0.1}]."
+        },
+    )
+    packing: Literal["concatenate", "documents"] = field(
+        default="concatenate",
+        metadata={
+            "help": "concatenate: documents run on across a packed block, attention crossing their boundaries "
+            "(RoBERTa's FULL-SENTENCES); documents: each block keeps its documents apart (block-diagonal attention, "
+            "positions restarting per document, as ModernBERT trains)."
         },
     )
     mask_prob: float = field(default=0.15, metadata={"help": "Fraction of tokens (or words) selected for prediction."})

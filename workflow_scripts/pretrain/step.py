@@ -87,10 +87,11 @@ class TrainStep:
         last = len(batch.micro) - 1
         for k, mb in enumerate(batch.micro):
             inputs = [to_device(t, d.device) for t in (mb.input_ids, mb.positions, mb.labels)]
+            documents = {} if mb.position_ids is None else {"position_ids": to_device(mb.position_ids, d.device)}
             sync = contextlib.nullcontext() if d.world == 1 or k == last else self.runner.no_sync()
             with sync:
                 with optim.autocast(d.device, s.precision):
-                    loss, stats = self.runner(*inputs, norms)
+                    loss, stats = self.runner(*inputs, norms, **documents)
                 self.update.backward(loss)
             for key, v in stats.items():  # kept on the device: no synchronisation until a log line
                 self.stats[key] = self.stats.get(key, 0.0) + v
