@@ -20,8 +20,6 @@ import torch
 from ..errors import PipelineError
 from .settings import ENTITY_POOLING, FinetuneSettings
 
-TAGGING = ("ner", "pico")
-
 
 @dataclass(frozen=True)
 class ChunkPlan:
