@@ -6,6 +6,8 @@ import json
 
 from test_report_tables import build, cell, make_study, read_csv
 
+from workflow_scripts.report.long_inputs import reading
+
 CHUNKED = {"chunk_length": 128, "stride": 16, "pooling": "max", "max_chunks": 4}
 WHOLE = {"chunk_length": None, "stride": 16, "pooling": "max", "max_chunks": 4}
 
@@ -29,3 +31,10 @@ def test_chunked_and_whole_readings_are_stated_and_other_cells_are_unchanged(tmp
     assert "MedNLI: inputs read as 512 tokens in 128-token chunks (at most 4), stride 16, max (ours-PM); " in md
     assert "512 tokens whole (scratch)." in md
     assert "inputs read as" not in (plain / "results/tables/medians.md").read_text()
+
+
+def test_tagging_states_its_windows_and_a_run_without_chunking_states_nothing():
+    encoding = {"max_length": 8192, "chunking": {"chunk_length": 512, "stride": 128, "pooling": "mean"}}
+    assert reading(encoding, "ner") == "windows of 512 tokens, stride 128"
+    assert reading(encoding, "qa") == "8192 tokens in 512-token chunks, stride 128, mean"
+    assert reading({"max_length": 512, "scheme": "bio"}, "ner") == "" and reading(None, "qa") == ""
