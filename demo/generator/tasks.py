@@ -1,4 +1,4 @@
-"""Write the demo benchmark tasks: one task of every type, each in its real distribution format.
+"""Write the demo benchmark tasks: one task of every type and a long-document one, each in its real format.
 
 Composed from ``lexicon.py`` and our own templates with fixed seeds. Training splits draw their
 entities and trigger words from ``lexicon.seen``, dev and test splits from ``lexicon.held_out``:
@@ -299,6 +299,45 @@ def demo_hoc() -> dict[str, bytes]:
     return files
 
 
+# Longer abstracts for reading in chunks: the same frames among more neutral sentences, so the
+# abstracts run past the models' 64-token context and a hallmark is often told only after it.
+# Every split names every process: this task asks whether a model reads the whole abstract, not
+# what its pretraining taught (demo-hoc asks that).
+LONG_SIZES = {"train": 150, "dev": 30, "test": 60}
+HOC_LONG_NEUTRAL = HOC_NEUTRAL + [
+    "Patients were followed for {n} months .",
+    "Baseline characteristics did not differ between the groups .",
+    "{g} levels were compared with those of {n} healthy controls .",
+]
+
+
+def demo_hoc_long() -> dict[str, bytes]:
+    rng = _rng("hoc-long")
+    files = {}
+    doc = 39350000
+    for split in ("train", "dev", "test"):
+        lines = ["labels\tsentence\tindex"]
+        for _ in range(LONG_SIZES[split]):
+            doc += 1
+            hallmarks = rng.sample(HALLMARKS, rng.choice([1, 2, 2, 3]))
+            sentences = [(rng.choice(HOC_FRAMES), h) for h in hallmarks]
+            sentences += [(rng.choice(HOC_LONG_NEUTRAL), None) for _ in range(rng.randint(3, 5))]
+            rng.shuffle(sentences)
+            for s_no, (template, hallmark) in enumerate(sentences):
+                text = template.format(
+                    t=rng.choice(lx.HALLMARK_TERMS[hallmark]) if hallmark else "",
+                    g=rng.choice(_words(lx.GENES, split)),
+                    c=rng.choice(_words(lx.CHEMICALS, split)),
+                    d=rng.choice(_words(lx.DISEASES, split)),
+                    n=rng.randint(10, 500),
+                )
+                text = text[0].upper() + text[1:]
+                flags = ",".join(f"{k}_{int(HALLMARKS[k] == hallmark)}" for k in range(len(HALLMARKS)))
+                lines.append(f"{flags}\t{text}\t{doc}_s{s_no}")
+        files[f"{split}.tsv"] = ("\n".join(lines) + "\n").encode()
+    return files
+
+
 # --------------------------------------------------------------------------- QA (PubMedQA JSON)
 
 
@@ -406,6 +445,7 @@ def generate() -> tuple[dict[str, bytes], dict]:
         "demo-hoc": demo_hoc(),
         "demo-pubmedqa": demo_pubmedqa(),
         "demo-nli": demo_nli(),
+        "demo-hoc-long": demo_hoc_long(),
     }
     # Sized for a 2-layer, hidden-64 model on CPU: a few epochs at the learning rate it was
     # pretrained with, without dropout (dropout 0.1 and lr 1e-3 favour random weights).
@@ -519,6 +559,32 @@ def generate() -> tuple[dict[str, bytes], dict]:
             max_length=64,
             expected_counts=counts,
             finetune=sentence,
+        ),
+        # Abstracts longer than the models' context, read in 64-token chunks that overlap by 16
+        # tokens; a hallmark told in any chunk counts (max over the chunks' logits). In neither
+        # benchmark, like the full study's long-document task: its own row, outside the means.
+        "demo-hoc-long": _entry(
+            "demo-hoc-long",
+            "Demo HoC (long)",
+            "doc_classification",
+            "pubmed",
+            "hoc",
+            tasks["demo-hoc-long"],
+            {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
+            "label_micro_f1",
+            list(HALLMARKS),
+            benchmarks=[],
+            max_length=256,
+            expected_counts=dict(LONG_SIZES),
+            finetune={
+                **sentence,
+                "batch_size": 8,
+                "lr": 2.0e-3,
+                "epochs": 20,
+                "chunking": True,
+                "chunk_stride": 16,
+                "chunk_pooling": "max",
+            },
         ),
     }
     files = {f"{task}/{name}": data for task, fs in tasks.items() for name, data in fs.items()}

@@ -36,7 +36,7 @@ def _small_study(demo: Path) -> None:
     }
     cfg["models"] = {"tiny": {"kind": "pretrain", "vocab": "wp", "corpora": ["pubmed"], "pretrain": pretrain}}
     task = cfg["tasks"]["demo-ner"]
-    task["finetune"] = {**task["finetune"], "epochs": 1}
+    task["finetune"] = {**task["finetune"], "epochs": 1, "max_length": 32}  # the model's 32-token context
     cfg["tasks"] = {"demo-ner": {**task, "seeds": [1]}}
     cfg["aggregation"]["compare"] = []
     (demo / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))

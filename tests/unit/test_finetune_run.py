@@ -427,13 +427,6 @@ def test_long_sentence_is_split_into_windows_and_every_word_is_predicted(tmp_pat
     assert metrics["test"]["score"] > CHANCE["ner"]
 
 
-def test_roberta_sentence_pairs_learn_within_the_models_positions(tmp_path, roberta):
-    # the tiny RoBERTa has 130 position embeddings, two of them before the first token
-    metrics = run_cli(tmp_path, roberta, "nli", finetune={"max_length": 512})
-    assert metrics["encoding"]["max_length"] == 128
-    assert metrics["test"]["score"] > CHANCE["nli"], metrics["history"]
-
-
 @pytest.mark.parametrize(
     "options",
     [

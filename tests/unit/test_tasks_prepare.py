@@ -44,7 +44,7 @@ def test_prepare_cli_on_the_demo_tasks(task, tmp_path, monkeypatch):
     out = tmp_path / "results" / "tasks" / task
     main(["--settings", str(write_settings(tmp_path, entry)), "--raw", f"raw_source/tasks/{task}", "--out", str(out)])
     sizes = {s: len(jsonl(out / f"{s}.jsonl")) for s in ("train", "dev", "test")}
-    assert sizes == {"train": 200, "dev": 50, "test": 100}
+    assert sizes == entry["expected_counts"]
     texts = jsonl(out / "test_texts.jsonl")  # what corpora are decontaminated against
     assert [t["id"] for t in texts] == [r["id"] for r in jsonl(out / "test.jsonl")] and all(t["texts"] for t in texts)
     card = json.loads((out / "data_card.json").read_text())

@@ -46,9 +46,11 @@ def test_dry_run_shows_every_stage_and_job():
     # the no-training baseline's runs are jobs of rule baseline, the random-weight control's of finetune
     assert jobs["finetune"] + jobs["baseline"] == len(list(finetune_runs(study))) > 2000
     assert jobs["control"] == kinds.count("control") == 1 and jobs["baseline"] > 0
-    # the long-document task (MIMIC-III top-50 ICD coding) for every model, inputs cut at 512 tokens for now
+    # the long-document task (MIMIC-III top-50 ICD coding) for every model: up to 8,192 tokens, read in
+    # chunks by a model with a shorter context
     assert {m for m, t, _, _ in finetune_runs(study) if t == "mimic-iii-50"} == set(evaluated_models(study))
-    assert study.resolved_tasks["mimic-iii-50"].spec.max_length == 512
+    long_docs = {study.run_finetune(m, "mimic-iii-50").max_length for m in evaluated_models(study)}
+    assert long_docs == {8192} and study.resolved_tasks["mimic-iii-50"].finetune.chunking
     assert jobs["tables"] == 1 and jobs["plots"] == 1
     # every public checkpoint is fetched once, at its commit; the one still unpinned is named
     hub = [m for m, e in study.models.items() if isinstance(e.checkpoint, HubCheckpoint)]

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from .chunks import members
 from .heads import problem_type
 
 IGNORE = -100
@@ -53,6 +54,8 @@ def collate(features: list[dict[str, Any]], pad_id: int, task_type: str, device)
         batch["attention_mask"] = mask
     if types is not None:
         batch["token_type_ids"] = types
+    if "chunk" in features[0]:  # one label per example, pooled from its chunks
+        features, batch["members"] = members(features)
     kind = problem_type(task_type)
     if kind == "token":
         labels = torch.full((n, width), IGNORE, dtype=torch.long)
@@ -76,13 +79,20 @@ def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str,
 
 
 def ahead(
-    batches: Iterable[list[int]], features: list[dict[str, Any]], pad_id: int, task_type: str, device
+    batches: Iterable[list[int]],
+    features: list[dict[str, Any]],
+    pad_id: int,
+    task_type: str,
+    device,
+    units: list[list[int]] | None = None,
 ) -> Iterator[tuple[list[int], dict[str, torch.Tensor]]]:
     """Each batch with its collated tensors, the next one collated (and its copy queued) before
-    the current one is handed out, so the host prepares step n + 1 while the device runs step n."""
+    the current one is handed out, so the host prepares step n + 1 while the device runs step n.
+    With ``units`` (an example's chunks), a batch lists units and collates all their features."""
     pending = None
     for idx in batches:
-        ready = (idx, collate([features[i] for i in idx], pad_id, task_type, device))
+        chosen = [i for u in idx for i in units[u]] if units is not None else idx
+        ready = (idx, collate([features[i] for i in chosen], pad_id, task_type, device))
         if pending is not None:
             yield pending
         pending = ready

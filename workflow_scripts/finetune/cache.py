@@ -38,7 +38,8 @@ def tokenizer_fingerprint(tokenizer) -> str:
 
 
 def key(split_files: dict[str, Path], tokenizer, enc: Encoding) -> str:
-    settings = {k: v for k, v in asdict(enc).items() if k != "stats"}
+    # an encoding that reads inputs whole keeps the key it had before chunking existed
+    settings = {k: v for k, v in asdict(enc).items() if k != "stats" and not (k == "chunks" and v is None)}
     parts = {
         "version": VERSION,
         "splits": {name: sha256_file(p) for name, p in sorted(split_files.items())},

@@ -4,8 +4,9 @@ sequences for classification and regression, with entity markers and positions f
 A feature is a plain dict: ``input_ids`` (and ``token_type_ids`` for pairs), ``example``
 (index of its example) and the target: ``labels`` (one per position, -100 = not trained)
 and ``words`` ([word index, position] pairs scored from this window) for tagging,
-``label`` (class index, list of 0/1, or float) otherwise, and ``entities`` (two
-[first, last + 1) token spans) when a relation is pooled at its entities.
+``label`` (class index, list of 0/1, or float) otherwise, ``entities`` (two
+[first, last + 1) token spans) when a relation is pooled at its entities, and ``chunk`` (its
+place among its example's chunks) when inputs are read in chunks (``chunks``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import PipelineError
-from . import tagging
+from . import chunks, tagging
 from .settings import ENTITY_POOLING
 
 log = logging.getLogger(__name__)
@@ -38,6 +39,7 @@ class Encoding:
     window_context: int = 16
     re_input: str = "dummify"
     pooling: str = "cls"
+    chunks: chunks.ChunkPlan | None = None  # None: inputs read whole, cut at max_length
     stats: dict[str, int] = field(default_factory=dict)
 
     def count(self, key: str, n: int = 1) -> None:
@@ -115,7 +117,10 @@ def windows(lengths: list[int], budget: int, context: int) -> list[tuple[int, in
 def _encode_tagging(tokenizer, rows, enc: Encoding) -> list[dict[str, Any]]:
     pieces = _word_pieces(tokenizer, rows)
     start_id, end_id = _special_ids(tokenizer)
-    budget = enc.max_length - 2
+    budget, context = enc.max_length - 2, enc.window_context
+    if enc.chunks is not None:
+        # windows of the chunk length; neighbours share the stride, half each side of a core boundary
+        budget, context = enc.chunks.length - 2, enc.chunks.stride // 2
     index = {label: i for i, label in enumerate(enc.labels)}
     features = []
     for ex, row in enumerate(rows):
@@ -127,7 +132,7 @@ def _encode_tagging(tokenizer, rows, enc: Encoding) -> list[dict[str, Any]]:
                 enc.count("words_cut_to_max_length")
                 word_ids[w] = word_ids[w][:budget]
                 lengths[w] = budget
-        spans = windows(lengths, budget, enc.window_context)
+        spans = windows(lengths, budget, context)
         if len(spans) > 1:
             enc.count("sentences_split_into_windows")
         for start, core_start, core_end, end in spans:
@@ -194,6 +199,8 @@ def _encode_sequences(tokenizer, rows, enc: Encoding) -> list[dict[str, Any]]:
     pairs = [_texts(r, enc.task_type) for r in rows]
     firsts = [a for a, _ in pairs]
     seconds = [b for _, b in pairs] if pairs[0][1] is not None else None
+    if enc.chunks is not None:
+        return _in_chunks(tokenizer, firsts, seconds, rows, enc)
     out = _tokenize(tokenizer, firsts, seconds, enc, offsets=False)
     features = []
     for ex, row in enumerate(rows):
@@ -202,6 +209,11 @@ def _encode_sequences(tokenizer, rows, enc: Encoding) -> list[dict[str, Any]]:
             feat["token_type_ids"] = out["token_type_ids"][ex]
         features.append(feat)
     return features
+
+
+def _in_chunks(tokenizer, firsts, seconds, rows, enc: Encoding) -> list[dict[str, Any]]:
+    features = chunks.encode(tokenizer, firsts, seconds, enc.chunks, enc.max_length, enc.count)
+    return [{**f, "label": _target(rows[f["example"]], enc)} for f in features]
 
 
 # --- relations -----------------------------------------------------------------------
@@ -260,6 +272,8 @@ def _encode_relation(tokenizer, rows, enc: Encoding) -> list[dict[str, Any]]:
             sp = marker_spans if enc.pooling == "entity_start" else mention_spans
         texts.append(text)
         spans.append(sp)
+    if enc.chunks is not None:  # never with entity pooling (chunks.plan)
+        return _in_chunks(tokenizer, texts, None, rows, enc)
     pooled = enc.pooling in ENTITY_POOLING
     if pooled and not getattr(tokenizer, "is_fast", False):
         raise PipelineError(f"finetune.pooling: {enc.pooling} needs a fast tokenizer (character offsets)")

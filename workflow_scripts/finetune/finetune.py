@@ -29,7 +29,7 @@ from ..cli import run
 from ..errors import PipelineError
 from ..tasks.metrics import compute, compute_all, metric_names, run_header, test_section
 from ..typed import to_dict
-from . import cache, data, heads, stability, tagging
+from . import cache, chunks, data, heads, stability, tagging
 from .decode import decode, label_scores
 from .device import prepare
 from .features import MARKERS, Encoding, encode, needs_markers
@@ -72,10 +72,8 @@ def encoding_for(settings: FinetuneRunSettings, labels: list[str], tokenizer, mo
     task, cfg = settings.task, settings.finetune
     max_length = cfg.max_length
     limits = [getattr(tokenizer, "model_max_length", None), heads.position_limit(model_path)]
-    limit = min((n for n in limits if isinstance(n, int)), default=max_length)
-    if limit < max_length:
-        log.warning("max_length %d exceeds the model's %d positions; using %d", max_length, limit, limit)
-        max_length = limit
+    context = min((n for n in limits if isinstance(n, int)), default=max_length)
+    chunk_plan = chunks.plan(cfg, max_length, context, task.type)
     scheme = "plain"
     if task.type == "ner":
         bad = [t for t in labels if t != "O" and t[:2] not in ("B-", "I-")]
@@ -92,6 +90,7 @@ def encoding_for(settings: FinetuneRunSettings, labels: list[str], tokenizer, mo
         window_context=cfg.window_context,
         re_input=cfg.re_input,
         pooling=cfg.pooling,
+        chunks=chunk_plan,
     )
 
 
@@ -200,6 +199,9 @@ def finetune(
     features, enc.stats = built["features"], built["stats"]
     for key, n in enc.stats.items():
         log.info("%s: %d", key.replace("_", " "), n)
+    if enc.chunks is not None:
+        c = enc.chunks
+        log.info("inputs up to %d tokens, read in chunks of %d (stride %d)", enc.max_length, c.length, c.stride)
     device, cfg = prepare(cfg, task.type)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     log.info(
@@ -224,7 +226,7 @@ def finetune(
 
     def score(model, split: str) -> dict[str, float]:
         outputs = predict(model, features[split], task.type, pad_id, cfg, device)
-        preds = decode(outputs, features[split], splits[split], enc, cfg.threshold)
+        preds = decode(outputs, chunks.leads(features[split]), splits[split], enc, cfg.threshold)
         return compute(names[0], data.gold(splits[split], task.type), preds, **scoring(split))
 
     trial, result, chosen_model, grid = choose(
@@ -242,9 +244,10 @@ def finetune(
     )
     # The test split is read by nothing above: it is scored here once, with the chosen state.
     outputs = predict(chosen_model, features["test"], task.type, pad_id, trial, device)
-    test_preds = decode(outputs, features["test"], splits["test"], enc, trial.threshold)
+    leads = chunks.leads(features["test"])
+    test_preds = decode(outputs, leads, splits["test"], enc, trial.threshold)
     test_gold = data.gold(splits["test"], task.type)
-    scores = label_scores(outputs, features["test"], len(test_gold)) if task.type == "doc_classification" else None
+    scores = label_scores(outputs, leads, len(test_gold)) if task.type == "doc_classification" else None
     test = test_section(compute_all(names, test_gold, test_preds, scores=scores, **scoring("test")))
     log.info(
         "%s fold %d seed %d: dev %.4f at step %d, test %.4f",
@@ -269,7 +272,7 @@ def finetune(
         "history": result.history,
         "examples": {k: len(v) for k, v in splits.items()},
         "features": {k: len(v) for k, v in features.items()},
-        "encoding": {"max_length": enc.max_length, "scheme": enc.scheme, **enc.stats},
+        "encoding": {"max_length": enc.max_length, "scheme": enc.scheme, **enc.stats, **chunks.record(cfg, enc.chunks)},
         "train_examples_per_s": round(result.train_examples / max(result.train_seconds, 1e-9), 2),
         "device": str(device),
         "precision": trial.precision,

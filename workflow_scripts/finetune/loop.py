@@ -16,7 +16,7 @@ import torch
 
 from .. import optim
 from ..progress import progress
-from . import heads, stability
+from . import chunks, heads, stability
 from .batching import ahead, eval_batches, train_batches
 from .settings import FinetuneSettings
 
@@ -45,17 +45,20 @@ class Fit:
 
 
 def predict(model, features, task_type: str, pad_id: int, cfg: FinetuneSettings, device) -> list[torch.Tensor]:
-    """Logits per feature (on CPU; token logits cut to the feature's length). They stay on the
-    device until the split is scored, then come back in one copy."""
+    """Logits per feature, or per example read in chunks, pooled over its chunks (on CPU; token
+    logits cut to the feature's length). They stay on the device until the split is scored,
+    then come back in one copy."""
     model.eval()
-    lengths = [len(f["input_ids"]) for f in features]
+    units = chunks.units(features)
+    lengths = chunks.unit_lengths(features, units)
+    batches = eval_batches(lengths, cfg.eval_batch_size)
     order, kept = [], []
     with torch.inference_mode(), optim.autocast(device, cfg.precision):
-        for idx, batch in ahead(eval_batches(lengths, cfg.eval_batch_size), features, pad_id, task_type, device):
+        for idx, batch in ahead(batches, features, pad_id, task_type, device, units):
             order.append(idx)
-            kept.append(heads.forward(model, batch).float())
+            kept.append(chunks.pool(heads.forward(model, batch), batch, cfg.chunk_pooling).float())
         flat = torch.cat([k.flatten() for k in kept]).cpu() if kept else torch.empty(0)
-    out: list[torch.Tensor | None] = [None] * len(features)
+    out: list[torch.Tensor | None] = [None] * len(lengths)
     for idx, shape, part in zip(order, [k.shape for k in kept], flat.split([k.numel() for k in kept]), strict=True):
         logits = part.view(shape)
         for row, i in enumerate(idx):
@@ -88,11 +91,13 @@ def fit(
     schedule: Schedule | None = None,
 ) -> Fit:
     """Train ``model`` on ``train`` features; ``evaluate(model)`` scores dev and returns metrics.
-    ``schedule`` replaces the run's own (its planned steps, trained to the end)."""
+    ``schedule`` replaces the run's own (its planned steps, trained to the end). A batch holds
+    ``batch_size`` features, or examples with all their chunks."""
     rng = np.random.default_rng(seed)
-    lengths = [len(f["input_ids"]) for f in train]
-    per_epoch = math.ceil(len(train) / cfg.batch_size)
-    schedule = schedule or Schedule(planned_steps(len(train), cfg), planned_steps(len(train), cfg))
+    units = chunks.units(train)
+    lengths = chunks.unit_lengths(train, units)
+    per_epoch = math.ceil(len(lengths) / cfg.batch_size)
+    schedule = schedule or Schedule(planned_steps(len(lengths), cfg), planned_steps(len(lengths), cfg))
     total = schedule.stop
     every = cfg.eval_every or per_epoch
     update = optim.updater(
@@ -114,7 +119,7 @@ def fit(
     model.train()
     while step < total and not track.stop:
         batches = train_batches(lengths, cfg.batch_size, rng, cfg.group_by_length)
-        for idx, batch in ahead(batches, train, pad_id, task_type, device):
+        for idx, batch in ahead(batches, train, pad_id, task_type, device, units):
             running.append(train_step(model, batch, update, cfg, task_type, device))
             step += 1
             seen += len(idx)
@@ -139,7 +144,8 @@ def fit(
 def train_step(model, batch, update: optim.Updater, cfg: FinetuneSettings, task_type: str, device) -> torch.Tensor:
     """One optimiser step, queued without waiting for the device; returns the loss, on the device."""
     with optim.autocast(device, cfg.precision):
-        value = heads.loss(heads.forward(model, batch), batch, task_type)
+        logits = chunks.pool(heads.forward(model, batch), batch, cfg.chunk_pooling)
+        value = heads.loss(logits, batch, task_type)
     update.backward(value)
     update.step(model.parameters(), cfg.grad_clip)
     return value.detach()

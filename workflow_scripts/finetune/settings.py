@@ -63,6 +63,35 @@ class FinetuneSettings:
         default=16,
         metadata={"help": "sub-tokens of context either side of a window of a long sentence"},
     )
+    chunking: bool = field(
+        default=False,
+        metadata={
+            "help": "read an input longer than the model's context in chunks (README, long inputs); "
+            "false = a max_length above the model's context is refused"
+        },
+    )
+    chunk_length: int | None = field(
+        default=None,
+        metadata={"help": "tokens of one chunk, special tokens included (null = the model's context)"},
+    )
+    chunk_stride: int = field(
+        default=0,
+        metadata={
+            "help": "tokens a chunk shares with the one before (overlap); tagging takes each token from "
+            "the chunk where it is most central"
+        },
+    )
+    chunk_pooling: Literal["mean", "max"] = field(
+        default="mean",
+        metadata={"help": "how a sequence-level task combines its chunks' outputs (logits): mean or max per label"},
+    )
+    max_chunks: int | None = field(
+        default=None,
+        metadata={
+            "help": "sequence-level tasks read at most this many chunks of an input (null = as many as "
+            "max_length needs); tagging predicts every token"
+        },
+    )
     re_input: Literal["dummify", "markers"] = field(
         default="dummify",
         metadata={"help": "relation input: dummified entities as given, or entity markers around them"},
@@ -142,6 +171,20 @@ class FinetuneSettings:
             raise PipelineError(f"{where}.threshold: must be in (0, 1), got {self.threshold}")
         if self.max_length is not None and self.max_length < 8:
             raise PipelineError(f"{where}.max_length: {self.max_length} is too short (at least 8)")
+        self._validate_chunks(where)
+
+    def _validate_chunks(self, where: str) -> None:
+        if self.chunk_length is not None and self.chunk_length < 8:
+            raise PipelineError(f"{where}.chunk_length: {self.chunk_length} is too short (at least 8)")
+        if self.max_chunks is not None and self.max_chunks < 1:
+            raise PipelineError(f"{where}.max_chunks: must be >= 1 or null, got {self.max_chunks}")
+        if self.chunk_stride < 0:
+            raise PipelineError(f"{where}.chunk_stride: must be >= 0, got {self.chunk_stride}")
+        if self.chunk_length is not None and self.chunk_stride >= self.chunk_length // 2:
+            raise PipelineError(
+                f"{where}.chunk_stride: {self.chunk_stride} leaves too little new text per chunk of "
+                f"{self.chunk_length}; keep it below half the chunk length"
+            )
 
 
 @dataclass

@@ -20,6 +20,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from .groups import BLURB_TYPE_NAMES, BlurbScore, GroupValue, TaskKind, blurb_score, group_means
+from .long_inputs import of_runs
 from .metrics import RunResult
 from .reference import ReferenceTable
 from .settings import OTHER, ReportSettings, RunEntry, TaskEntry
@@ -67,9 +68,8 @@ class Cell:
     def note(self) -> str:
         if self.status == "missing":
             return f"no results (0/{self.expected} runs)"
-        if self.status == "incomplete":
-            return f"fewer runs than configured ({self.n}/{self.expected})"
-        return ""
+        short = f"fewer runs than configured ({self.n}/{self.expected})" if self.status == "incomplete" else ""
+        return "; ".join(text for text in (short, of_runs(self.runs)) if text)
 
     @property
     def difference(self) -> float | None:

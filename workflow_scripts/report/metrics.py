@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import PipelineError
+from .long_inputs import reading
 from .settings import ReportSettings, RunEntry
 
 SCORE_RANGE = (-1.0, 1.0)
@@ -31,6 +32,7 @@ class RunResult:
     precision: dict[str, float]
     recall: dict[str, float]
     restricted: bool
+    reading: str = ""  # how a run with chunking on read its inputs (long_inputs)
 
     @property
     def test(self) -> float:
@@ -69,7 +71,9 @@ def _section(data: dict, key: str, path: str) -> dict:
     return section
 
 
-def parse_metrics(data: Any, run: RunEntry, metric: str | dict[str, str], names: list[str], path: str) -> RunResult:
+def parse_metrics(
+    data: Any, run: RunEntry, metric: str | dict[str, str], names: list[str], path: str, task_type: str = ""
+) -> RunResult:
     """Check one metrics.json document against the run it should describe; ``names`` are the
     metrics the tables read from its test section."""
     if not isinstance(data, dict):
@@ -109,6 +113,7 @@ def parse_metrics(data: Any, run: RunEntry, metric: str | dict[str, str], names:
         precision=precision,
         recall=recall,
         restricted=bool(data.get("restricted", False)),
+        reading=reading(data.get("encoding"), task_type),
     )
 
 
@@ -128,5 +133,5 @@ def load_runs(settings: ReportSettings, root: Path) -> tuple[list[RunResult], li
             ) from exc
         task = settings.tasks[run.task]
         needed = list(dict.fromkeys(task.metric_of(view) for view in task.views()))
-        found.append(parse_metrics(data, run, task.metric, needed, run.metrics))
+        found.append(parse_metrics(data, run, task.metric, needed, run.metrics, task.type))
     return found, missing

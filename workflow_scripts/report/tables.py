@@ -24,7 +24,7 @@ from ..atomic import write_text
 from ..cli import run
 from ..tasks.metrics import LABELS
 from ..typed import to_dict
-from . import controls, render
+from . import controls, long_inputs, render
 from .aggregate import Cell, SummaryRow, blurb_scores, build_cells, lewis_groups, missing_runs, primary_view
 from .groups import GROUPS
 from .metrics import RunResult, load_runs
@@ -197,6 +197,7 @@ def medians_table(settings: ReportSettings, cells: dict, groups: dict, out: Path
         display,
         _published_note(settings, "lewis", "blurb")
         + _folds_note(settings, list(settings.tasks))
+        + long_inputs.notes(settings.tasks, settings.models, shown)
         + controls.notes(settings),
     )
 
