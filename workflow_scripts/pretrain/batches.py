@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..pack.format import SPECIAL
 from ..tokenizer import Specials
 from .data import BlockOrder, PackedCorpus
 from .masking import StepStream, apply_mask, draw, step_generator
@@ -66,8 +67,12 @@ def prediction_slots(mask_prob: float, rows: int, seq_len: int, whole_word: bool
 def mask_rows(
     settings: PretrainSettings, specials: Specials, toks: np.ndarray, flags: np.ndarray, stream: StepStream, first: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(ids, masked ids, selection) of the blocks ``toks`` masked with rows ``first ..`` of ``stream``'s draws."""
+    """(ids, masked ids, selection) of the blocks ``toks`` masked with rows ``first ..`` of ``stream``'s draws.
+
+    Special tokens are never selected: the block's own [CLS]/[SEP] carry the special flag, and any
+    special token the text itself spelled out (a literal [MASK], <|endoftext|>) is flagged here."""
     input_ids = torch.from_numpy(toks)
+    flags = np.where(np.isin(toks, specials.never_masked), SPECIAL, flags)
     masked, selected = apply_mask(
         input_ids,
         torch.from_numpy(flags),

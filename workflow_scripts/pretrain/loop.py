@@ -42,7 +42,7 @@ from ..errors import PipelineError
 from ..progress import progress
 from ..tokenizer import Specials
 from . import checkpoint as ckpt
-from .batches import BatchBuilder, StepBatch, mask_rows, prefetched
+from .batches import BatchBuilder, StepBatch, mask_rows, phase_of, prefetched
 from .data import PackedCorpus
 from .dist import Dist
 from .masking import step_generator
@@ -76,6 +76,7 @@ class Job:
     dist: Dist = field(default_factory=Dist)
     evaluator: Callable[[Job], dict[str, Any]] | None = None  # held-out evaluation; default: MLM loss of ``model``
     companions: dict[str, nn.Module] = field(default_factory=dict)  # further models exported into <out>/<key>/
+    phase_start: Callable[[int], None] | None = None  # run when a phase's first step (or a resumed one) begins
 
 
 def peak_tflops(settings: PretrainSettings, device: torch.device) -> float | None:
@@ -255,6 +256,8 @@ def train(job: Job, stop_after: int | None = None) -> dict[str, Any] | None:
         trainer = TrainStep(job.objective, s, d)
         saver = _Checkpoints(job, trainer)
         start = saver.resume(stop_after)
+        if job.phase_start is not None:  # the model a resumed (or finished) run continues or exports
+            job.phase_start(phase_of(s.phase_steps(), min(start, s.max_steps - 1))[0])
         trainer.wrap()
         builder = BatchBuilder(
             s,
@@ -292,9 +295,13 @@ def _run(
     at log and checkpoint steps only (every step in a single process)."""
     s, d = job.settings, job.dist
     meter = _Meter(job, trainer, start)
+    phase = None
     try:
         with _sigterm_flag() as term, contextlib.closing(_batches(builder, start, s)) as batches:
             for batch in batches:
+                if batch.phase != phase and job.phase_start is not None:
+                    job.phase_start(batch.phase)
+                phase = batch.phase
                 grad_norm, lr = trainer(batch, norms_of(s, batch.seq_len, d.world))
                 meter.record(batch, grad_norm, lr)
                 done = batch.step + 1

@@ -30,7 +30,7 @@ from ..errors import PipelineError
 from ..tokenizer import load_tokenizer
 from ..typed import load_settings, to_dict
 from . import dist as distributed
-from . import electra, memory
+from . import electra, memory, modernbert
 from .engine import Data, add_data_arguments, data_inputs, execute, open_data, training_job, training_key
 from .loop import Job
 from .model import MLMObjective, build_model, check_vocab, flops_record, load_pretrained, mlm_flops_fn
@@ -95,12 +95,19 @@ def mlm_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: dist
                 f"{args.init}: an ELECTRA checkpoint; continue it with "
                 "model.pretrain.objective: electra and architecture: electra"
             )
+        if s.architecture == "modernbert" and not modernbert.is_modernbert(model):
+            raise PipelineError(
+                f"{args.settings}: model.pretrain.architecture: modernbert, but {args.init} is a "
+                f"{model.config.model_type} checkpoint; continue a ModernBERT-family checkpoint or drop the key"
+            )
         check_positions(model, max_len, args)
     else:
         tokenizer = load_tokenizer(args.tokenizer, "--tokenizer")
         model = build_model(s, tokenizer, max_len)
         check_vocab(model, tokenizer, args.tokenizer)
     data = open_data(args, s, tokenizer, out, d)
+    if modernbert.is_modernbert(model):
+        tokenizer.model_input_names = list(modernbert.INPUT_NAMES)
     key = training_key(s, data.keys, model, {"init": args.init})
     s = memory.resolve_micro_batch(s, d.world, memory.mlm_estimate(model, s, d.device), args.gpu_mem_gb)
     job = training_job(
@@ -113,6 +120,7 @@ def mlm_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: dist
         model=model,
         tokenizer=tokenizer,
         flops_per_token=mlm_flops_fn(model, s.mask_prob),
+        phase_start=modernbert.rotary_schedule(model, s.phases, f"{args.settings}:model.pretrain"),
     )
     return job, data
 
@@ -147,6 +155,10 @@ def electra_job(args: argparse.Namespace, s: PretrainSettings, max_len: int, d: 
 
 
 def check_positions(model, max_len: int, args: argparse.Namespace) -> None:
+    if modernbert.is_modernbert(model):
+        # rotary positions have no table to outgrow: the config records the longest context trained
+        model.config.max_position_embeddings = max(model.config.max_position_embeddings, max_len)
+        return
     limit = model.config.max_position_embeddings - (
         model.config.pad_token_id + 1 if model.config.model_type == "roberta" else 0
     )

@@ -30,6 +30,13 @@ DEFAULT_LR = {"tiny": 2e-3, "small": 1e-3, "base": 6e-4, "large": 4e-4}
 class Phase:
     seq_len: int = field(default=128, metadata={"help": "Sequence length (tokens per packed block) in this phase."})
     fraction: float = field(default=1.0, metadata={"help": "Fraction of max_steps spent in this phase."})
+    rope_theta: float | None = field(
+        default=None,
+        metadata={
+            "help": "modernbert only: the global layers' rotary base from this phase on (ModernBERT's context "
+            "extension: 160000 -> 8192 tokens); default: the base of the phase before."
+        },
+    )
 
 
 @dataclass
@@ -63,12 +70,41 @@ class ElectraSettings:
 
 
 @dataclass
+class ModernBertSettings:
+    """ModernBERT's own shape (Warner et al. 2024): alternating local and global attention, rotary positions."""
+
+    local_attention: int = field(
+        default=128, metadata={"help": "Tokens a local-attention layer attends over (its sliding window)."}
+    )
+    global_attn_every_n_layers: int = field(
+        default=3, metadata={"help": "Every n-th layer, from the first, attends globally; the others locally."}
+    )
+    global_rope_theta: float = field(default=160_000.0, metadata={"help": "Rotary base of the global layers."})
+    local_rope_theta: float = field(default=10_000.0, metadata={"help": "Rotary base of the local layers."})
+    bias: bool = field(
+        default=False,
+        metadata={"help": "Biases in the attention, GeGLU and LayerNorms (ModernBERT: none; the decoder keeps one)."},
+    )
+    norm_eps: float = field(default=1e-5, metadata={"help": "LayerNorm epsilon."})
+
+    def validate(self, where: str) -> None:
+        if self.local_attention < 2 or self.local_attention % 2:
+            raise PipelineError(f"{where}.local_attention: must be an even number of tokens, e.g. 128")
+        if self.global_attn_every_n_layers < 1:
+            raise PipelineError(f"{where}.global_attn_every_n_layers: must be at least 1 (1: every layer global)")
+        if self.global_rope_theta <= 0 or self.local_rope_theta <= 0:
+            raise PipelineError(f"{where}.global_rope_theta: rotary bases must be positive")
+        if self.norm_eps <= 0:
+            raise PipelineError(f"{where}.norm_eps: must be positive")
+
+
+@dataclass
 class PretrainSettings:
-    architecture: Literal["bert", "roberta", "electra"] = field(
+    architecture: Literal["bert", "roberta", "electra", "modernbert"] = field(
         default="roberta",
         metadata={
-            "help": "Model family built from scratch (ignored with --init, which keeps its own); "
-            "electra requires objective electra."
+            "help": "Model family built from scratch (ignored with --init, which keeps its own, but modernbert "
+            "asks --init to be a ModernBERT checkpoint); electra requires objective electra."
         },
     )
     objective: Literal["mlm", "electra"] = field(
@@ -87,7 +123,15 @@ class PretrainSettings:
     num_layers: int | None = field(default=None, metadata={"help": "Transformer layers; overrides the size preset."})
     num_heads: int | None = field(default=None, metadata={"help": "Attention heads; overrides the size preset."})
     intermediate_size: int | None = field(
-        default=None, metadata={"help": "Feed-forward width; overrides the size preset (default 4 x hidden)."}
+        default=None,
+        metadata={
+            "help": "Feed-forward width; overrides the size preset (default 4 x hidden; modernbert: the GeGLU "
+            "width, default 1.5 x hidden, its input projection twice that)."
+        },
+    )
+    modernbert: ModernBertSettings | None = field(
+        default=None,
+        metadata={"help": "architecture modernbert: ModernBERT's own settings (default: ModernBERT's)."},
     )
     dropout: float = field(default=0.1, metadata={"help": "Hidden-state dropout probability."})
     attention_dropout: float = field(default=0.1, metadata={"help": "Attention-probability dropout."})
@@ -193,12 +237,13 @@ class PretrainSettings:
     def shape(self) -> tuple[int, int, int, int]:
         hidden, layers, heads, inter = SIZES[self.size]
         hidden = self.hidden_size or hidden
-        return (
-            hidden,
-            self.num_layers or layers,
-            self.num_heads or heads,
-            self.intermediate_size or (inter if self.hidden_size is None else 4 * hidden),
-        )
+        default_inter = inter if self.hidden_size is None else 4 * hidden
+        if self.architecture == "modernbert":
+            default_inter = 3 * hidden // 2  # ModernBERT-base's GeGLU: 1,152 at hidden 768
+        return (hidden, self.num_layers or layers, self.num_heads or heads, self.intermediate_size or default_inter)
+
+    def modernbert_settings(self) -> ModernBertSettings:
+        return self.modernbert or ModernBertSettings()
 
     def peak_lr(self) -> float:
         return self.lr if self.lr is not None else DEFAULT_LR[self.size]
@@ -266,13 +311,35 @@ class PretrainSettings:
         if (self.objective == "electra") != (self.architecture == "electra"):
             raise PipelineError(
                 f"{where}.objective: objective {self.objective} does not go with architecture {self.architecture}; "
-                "use objective electra with architecture electra, and objective mlm with bert or roberta"
+                "use objective electra with architecture electra, and objective mlm with bert, roberta or modernbert"
             )
+        self._check_modernbert(where)
         if min(self.phase_steps()) <= 0:
             raise PipelineError(
                 f"{where}.phases: a phase gets no steps with max_steps={self.max_steps}; raise "
                 "max_steps or its fraction"
             )
+
+    def _check_modernbert(self, where: str) -> None:
+        """ModernBERT's keys only with architecture modernbert: other families learn their positions."""
+        if self.architecture == "modernbert":
+            self.modernbert_settings().validate(f"{where}.modernbert")
+        elif self.modernbert is not None:
+            raise PipelineError(
+                f"{where}.modernbert: ModernBERT's settings apply to architecture modernbert only (architecture is "
+                f"{self.architecture}); remove them or set architecture: modernbert"
+            )
+        for i, phase in enumerate(self.phases):
+            if phase.rope_theta is None:
+                continue
+            if self.architecture != "modernbert":
+                raise PipelineError(
+                    f"{where}.phases[{i}].rope_theta: a rotary base applies to architecture modernbert only; "
+                    f"{self.architecture} learns its positions (set architecture: modernbert, also to continue a "
+                    "ModernBERT checkpoint)"
+                )
+            if phase.rope_theta <= 0:
+                raise PipelineError(f"{where}.phases[{i}].rope_theta: must be positive, e.g. 160000")
 
 
 @dataclass
