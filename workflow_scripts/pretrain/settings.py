@@ -33,8 +33,8 @@ class Phase:
     rope_theta: float | None = field(
         default=None,
         metadata={
-            "help": "modernbert only: the global layers' rotary base from this phase on (ModernBERT's context "
-            "extension: 160000 -> 8192 tokens); default: the base of the phase before."
+            "help": "modernbert only: the global layers' rotary base from this phase on (ModernBERT extended "
+            "its context to 8,192 tokens by raising it from 10,000 to 160,000); default: the base of the phase before."
         },
     )
 
@@ -79,7 +79,10 @@ class ModernBertSettings:
     global_attn_every_n_layers: int = field(
         default=3, metadata={"help": "Every n-th layer, from the first, attends globally; the others locally."}
     )
-    global_rope_theta: float = field(default=160_000.0, metadata={"help": "Rotary base of the global layers."})
+    global_rope_theta: float = field(
+        default=160_000.0,
+        metadata={"help": "Rotary base of the global layers (released ModernBERT's; at 1,024 tokens: 10,000)."},
+    )
     local_rope_theta: float = field(default=10_000.0, metadata={"help": "Rotary base of the local layers."})
     bias: bool = field(
         default=False,
