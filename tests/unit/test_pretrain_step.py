@@ -33,7 +33,7 @@ from workflow_scripts.pretrain.electra import ElectraObjective
 from workflow_scripts.pretrain.masking import apply_mask, draw, step_generator
 from workflow_scripts.pretrain.model import MLMObjective
 from workflow_scripts.pretrain.settings import ElectraSettings, PretrainSettings
-from workflow_scripts.pretrain.step import compiles
+from workflow_scripts.pretrain.step import compiles, fixed_slots
 from workflow_scripts.tokenizer import Specials
 from workflow_scripts.typed import parse
 
@@ -154,6 +154,15 @@ def test_compile_auto_is_on_for_cuda_only():
     assert compiles(auto, torch.device("cuda")) and not compiles(auto, torch.device("cpu"))
     assert compiles(parse(PretrainSettings, {"compile": True}, "s"), torch.device("cpu"))
     assert not compiles(parse(PretrainSettings, {"compile": False}, "s"), torch.device("cuda"))
+
+
+def test_prediction_slots_are_fixed_where_a_compiled_step_needs_them():
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    assert fixed_slots(PretrainSettings(), cpu) and fixed_slots(PretrainSettings(), cuda)  # the default
+    auto = parse(PretrainSettings, {"prediction_slots": "auto"}, "s")
+    assert fixed_slots(auto, cuda) and not fixed_slots(auto, cpu)
+    assert fixed_slots(parse(PretrainSettings, {"prediction_slots": "auto", "compile": True}, "s"), cpu)
+    assert not fixed_slots(parse(PretrainSettings, {"prediction_slots": "exact"}, "s"), cuda)
 
 
 def test_a_process_draws_exactly_its_rows_of_the_global_draw():

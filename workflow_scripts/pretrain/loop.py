@@ -48,7 +48,7 @@ from .dist import Dist
 from .masking import step_generator
 from .model import FLOPS_FORMULA, MLMObjective
 from .settings import PretrainSettings
-from .step import TrainStep
+from .step import TrainStep, fixed_slots
 
 log = logging.getLogger(__name__)
 
@@ -266,7 +266,7 @@ def train(job: Job, stop_after: int | None = None) -> dict[str, Any] | None:
             d.rank,
             share,
             micro,
-            fixed_slots=getattr(job.objective, "fixed_predictions", True),
+            fixed_slots=getattr(job.objective, "fixed_predictions", True) and fixed_slots(s, d.device),
             pin=d.device.type == "cuda",
         )
         if not _run(job, trainer, builder, saver, start, stop_after):

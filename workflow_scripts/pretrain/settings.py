@@ -204,6 +204,14 @@ class PretrainSettings:
         default="auto",
         metadata={"help": "Wrap the training objective in torch.compile; auto: on CUDA devices, not on the CPU."},
     )
+    prediction_slots: Literal["fixed", "exact", "auto"] = field(
+        default="fixed",
+        metadata={
+            "help": "fixed: every micro-batch predicts the same number of positions (masked ones, then ignored "
+            "padding), the static shapes torch.compile needs; exact: only the masked ones (less head work in eager "
+            "runs); auto: fixed when compiling, else exact."
+        },
+    )
     prefetch: bool = field(
         default=True,
         metadata={"help": "Build the next step's batch on a background thread while this one trains (off: in series)."},
