@@ -35,14 +35,19 @@ import numpy as np
 import torch
 import transformers
 from bench_pretrain import device_name, release, run_ours, run_trainer, synthetic_corpus, wordpiece
-from transformers import PreTrainedTokenizerFast
+from transformers import DataCollatorForLanguageModeling, PreTrainedTokenizerFast, get_linear_schedule_with_warmup
 from transformers.utils import logging as hf_logging
 
 from workflow_scripts.pack.index import read_index
 from workflow_scripts.pretrain import memory
-from workflow_scripts.pretrain.data import PackedBlocks
+from workflow_scripts.pretrain.batches import BatchBuilder
+from workflow_scripts.pretrain.data import PackedBlocks, PackedCorpus
+from workflow_scripts.pretrain.dist import Dist
+from workflow_scripts.pretrain.loop import norms_of
 from workflow_scripts.pretrain.model import MLMObjective, build_model, train_flops_per_token
 from workflow_scripts.pretrain.settings import PretrainSettings
+from workflow_scripts.pretrain.step import TrainStep, fixed_slots
+from workflow_scripts.tokenizer import Specials
 from workflow_scripts.typed import parse
 
 HIDDEN, LAYERS, HEADS = 128, 4, 4
@@ -160,7 +165,7 @@ def compare_trainer(work: Path, corpus: Path, vocab: Path, tokenizer, args) -> d
     s = parse(PretrainSettings, body, "modernbert")
     exact = {**body, "prediction_slots": "auto"}  # eager on the CPU: exact slots
     runs: dict[str, list[dict]] = {"ours": [], "ours_fixed_slots": [], "trainer": [], "trainer_sparse_prediction": []}
-    blocks = None
+    blocks, shards = None, []
     for r in range(args.repeat):
         release(CPU)
         runs["ours"].append(run_ours(work, corpus, vocab, exact, args.steps, args.warmup, f"engine-{r}", CPU))
@@ -178,7 +183,53 @@ def compare_trainer(work: Path, corpus: Path, vocab: Path, tokenizer, args) -> d
         result[name] = {"tokens_per_s": [v["tokens_per_s"] for v in values], "median_tokens_per_s": median(values)}
     for name in ("ours_fixed_slots", "trainer", "trainer_sparse_prediction"):
         result[f"speedup_vs_{name}"] = result["ours"]["median_tokens_per_s"] / result[name]["median_tokens_per_s"]
+    result["step_cpu"] = step_cpu(PackedCorpus(shards, "train"), tokenizer, exact, args)
     return result
+
+
+def step_cpu(data: PackedCorpus, tokenizer, body: dict, args) -> dict:
+    """CPU seconds per optimiser step, in one process, the contenders alternating on the same blocks:
+    the engine's own step (BatchBuilder, TrainStep) against Trainer's per-step work with
+    ``sparse_prediction`` (collator, forward with labels, backward, clip, AdamW, schedule). The
+    process's CPU time counts every thread's work and is far less disturbed by other jobs than
+    wall time on a shared machine."""
+    s = parse(PretrainSettings, {**body, "max_steps": 10**6}, "modernbert")
+    seq_len, batch = data.seq_len, s.batch_size
+    blocks = data.take(np.arange(len(data)))[0]
+    builder = BatchBuilder(s, [data], Specials.of(tokenizer, "t"), 0, batch, batch, fixed_slots(s, CPU))
+    ours = TrainStep(MLMObjective(build_model(s, tokenizer, seq_len)), s, Dist())
+    ours.wrap()
+    model = build_model(s, tokenizer, seq_len).train()
+    model.config.sparse_prediction = model.sparse_prediction = True
+    collator = DataCollatorForLanguageModeling(tokenizer, mlm=True, mlm_probability=s.mask_prob)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=s.peak_lr(), betas=tuple(s.betas), eps=s.eps)
+    schedule = get_linear_schedule_with_warmup(optimizer, 10, 10**6)
+
+    def engine(step: int) -> None:
+        ours(builder(step), norms_of(s, seq_len, 1))
+
+    def reference(step: int) -> None:
+        rows = blocks[(step * batch) % (len(blocks) - batch) :][:batch]
+        model(**collator([{"input_ids": r} for r in rows.tolist()])).loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), s.grad_clip)
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    seconds: dict[str, list[float]] = {"ours": [], "trainer_step_sparse_prediction": []}
+    step = 0
+    for _ in range(args.cpu_repeat):
+        for name, run in zip(seconds, (engine, reference), strict=True):
+            run(step)  # untimed: a first step allocates
+            start = time.process_time()
+            for k in range(1, args.cpu_steps + 1):
+                run(step + k)
+            seconds[name].append((time.process_time() - start) / args.cpu_steps)
+        step += args.cpu_steps + 1
+    out = {k: {"cpu_s_per_step": v, "median": float(np.median(v))} for k, v in seconds.items()}
+    out["speedup"] = out["trainer_step_sparse_prediction"]["median"] / out["ours"]["median"]
+    print(f"step CPU seconds: {json.dumps({k: v['median'] for k, v in out.items() if k != 'speedup'})}", flush=True)
+    return out
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -191,6 +242,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--vocab", type=int, default=8000)
     ap.add_argument("--documents", type=int, default=1500)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--cpu-steps", type=int, default=4, help="steps per timed stretch of the CPU-time comparison")
+    ap.add_argument("--cpu-repeat", type=int, default=4, help="alternating stretches per contender")
     ap.add_argument("--out", default="benchmarks/results/modernbert_cpu.json")
     args = ap.parse_args(argv)
     if args.steps <= args.warmup:
