@@ -95,8 +95,9 @@ class ModernBertSettings:
             raise PipelineError(f"{where}.local_attention: must be an even number of tokens, e.g. 128")
         if self.global_attn_every_n_layers < 1:
             raise PipelineError(f"{where}.global_attn_every_n_layers: must be at least 1 (1: every layer global)")
-        if self.global_rope_theta <= 0 or self.local_rope_theta <= 0:
-            raise PipelineError(f"{where}.global_rope_theta: rotary bases must be positive")
+        for key in ("global_rope_theta", "local_rope_theta"):
+            if getattr(self, key) <= 0:
+                raise PipelineError(f"{where}.{key}: a rotary base must be positive, e.g. 160000")
         if self.norm_eps <= 0:
             raise PipelineError(f"{where}.norm_eps: must be positive")
 
@@ -335,6 +336,9 @@ class PretrainSettings:
         """ModernBERT's keys only with architecture modernbert: other families learn their positions."""
         if self.architecture == "modernbert":
             self.modernbert_settings().validate(f"{where}.modernbert")
+            hidden, _, heads, _ = self.shape()
+            if (hidden // heads) % 2:
+                raise PipelineError(f"{where}.num_heads: rotary positions need an even head width ({hidden // heads})")
         elif self.modernbert is not None:
             raise PipelineError(
                 f"{where}.modernbert: ModernBERT's settings apply to architecture modernbert only (architecture is "
