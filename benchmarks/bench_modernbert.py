@@ -145,6 +145,13 @@ def compare_families(work: Path, corpus: Path, vocab: Path, tokenizer, args) -> 
             }
         ratio = row["modernbert"]["median_tokens_per_s"] / row["bert"]["median_tokens_per_s"]
         row["modernbert_over_bert_tokens_per_s"] = ratio
+        _, shards = read_index(next((work / f"bert-{seq_len}-0" / "packed").glob(f"*/seq~{seq_len}/*/index.json")))
+        data = PackedCorpus(shards, "train")
+        cpu = step_cpu({family: engine_stepper(data, tokenizer, body) for family, body in recipes.items()}, args)
+        for family in recipes:
+            row[family]["step_cpu_s"] = cpu[family]
+            row[family]["tokens_per_cpu_s"] = batch * seq_len / cpu[family]["median"]
+        row["modernbert_over_bert_tokens_per_cpu_s"] = cpu["bert"]["median"] / cpu["modernbert"]["median"]
         rows.append(row)
     return rows
 
@@ -183,43 +190,59 @@ def compare_trainer(work: Path, corpus: Path, vocab: Path, tokenizer, args) -> d
         result[name] = {"tokens_per_s": [v["tokens_per_s"] for v in values], "median_tokens_per_s": median(values)}
     for name in ("ours_fixed_slots", "trainer", "trainer_sparse_prediction"):
         result[f"speedup_vs_{name}"] = result["ours"]["median_tokens_per_s"] / result[name]["median_tokens_per_s"]
-    result["step_cpu"] = step_cpu(PackedCorpus(shards, "train"), tokenizer, exact, args)
+    data = PackedCorpus(shards, "train")
+    cpu = step_cpu(
+        {
+            "ours": engine_stepper(data, tokenizer, exact),
+            "trainer_step_sparse_prediction": trainer_stepper(data, tokenizer, exact),
+        },
+        args,
+    )
+    cpu["speedup"] = cpu["trainer_step_sparse_prediction"]["median"] / cpu["ours"]["median"]
+    result["step_cpu"] = cpu
     return result
 
 
-def step_cpu(data: PackedCorpus, tokenizer, body: dict, args) -> dict:
-    """CPU seconds per optimiser step, in one process, the contenders alternating on the same blocks:
-    the engine's own step (BatchBuilder, TrainStep) against Trainer's per-step work with
-    ``sparse_prediction`` (collator, forward with labels, backward, clip, AdamW, schedule). The
-    process's CPU time counts every thread's work and is far less disturbed by other jobs than
-    wall time on a shared machine."""
-    s = parse(PretrainSettings, {**body, "max_steps": 10**6}, "modernbert")
-    seq_len, batch = data.seq_len, s.batch_size
-    blocks = data.take(np.arange(len(data)))[0]
+def engine_stepper(data: PackedCorpus, tokenizer, body: dict):
+    """One optimiser step of the engine (BatchBuilder, TrainStep) on ``data``, as a function of the step."""
+    s = parse(PretrainSettings, {**body, "max_steps": 10**6}, "recipe")
+    batch = s.batch_size
     builder = BatchBuilder(s, [data], Specials.of(tokenizer, "t"), 0, batch, batch, fixed_slots(s, CPU))
-    ours = TrainStep(MLMObjective(build_model(s, tokenizer, seq_len)), s, Dist())
-    ours.wrap()
-    model = build_model(s, tokenizer, seq_len).train()
+    trainer = TrainStep(MLMObjective(build_model(s, tokenizer, data.seq_len)), s, Dist())
+    trainer.wrap()
+    return lambda step: trainer(builder(step), norms_of(s, data.seq_len, 1))
+
+
+def trainer_stepper(data: PackedCorpus, tokenizer, body: dict):
+    """Trainer's per-step work on the same model with ``sparse_prediction``: collator, forward with
+    labels, backward, clip, AdamW, schedule."""
+    s = parse(PretrainSettings, {**body, "max_steps": 10**6}, "recipe")
+    blocks, batch = data.take(np.arange(len(data)))[0], s.batch_size
+    model = build_model(s, tokenizer, data.seq_len).train()
     model.config.sparse_prediction = model.sparse_prediction = True
     collator = DataCollatorForLanguageModeling(tokenizer, mlm=True, mlm_probability=s.mask_prob)
     optimizer = torch.optim.AdamW(model.parameters(), lr=s.peak_lr(), betas=tuple(s.betas), eps=s.eps)
     schedule = get_linear_schedule_with_warmup(optimizer, 10, 10**6)
 
-    def engine(step: int) -> None:
-        ours(builder(step), norms_of(s, seq_len, 1))
-
-    def reference(step: int) -> None:
-        rows = blocks[(step * batch) % (len(blocks) - batch) :][:batch]
+    def step(k: int) -> None:
+        rows = blocks[(k * batch) % (len(blocks) - batch) :][:batch]
         model(**collator([{"input_ids": r} for r in rows.tolist()])).loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), s.grad_clip)
         optimizer.step()
         schedule.step()
         optimizer.zero_grad(set_to_none=True)
 
-    seconds: dict[str, list[float]] = {"ours": [], "trainer_step_sparse_prediction": []}
+    return step
+
+
+def step_cpu(steppers: dict, args) -> dict:
+    """CPU seconds per optimiser step, the contenders alternating in one process in stretches of
+    ``--cpu-steps``. The process's CPU time counts every thread's work and is far less disturbed by
+    other jobs than wall time on a shared machine."""
+    seconds: dict[str, list[float]] = {name: [] for name in steppers}
     step = 0
     for _ in range(args.cpu_repeat):
-        for name, run in zip(seconds, (engine, reference), strict=True):
+        for name, run in steppers.items():
             run(step)  # untimed: a first step allocates
             start = time.process_time()
             for k in range(1, args.cpu_steps + 1):
@@ -227,8 +250,7 @@ def step_cpu(data: PackedCorpus, tokenizer, body: dict, args) -> dict:
             seconds[name].append((time.process_time() - start) / args.cpu_steps)
         step += args.cpu_steps + 1
     out = {k: {"cpu_s_per_step": v, "median": float(np.median(v))} for k, v in seconds.items()}
-    out["speedup"] = out["trainer_step_sparse_prediction"]["median"] / out["ours"]["median"]
-    print(f"step CPU seconds: {json.dumps({k: v['median'] for k, v in out.items() if k != 'speedup'})}", flush=True)
+    print(f"step CPU seconds: {json.dumps({k: v['median'] for k, v in out.items()})}", flush=True)
     return out
 
 
