@@ -265,11 +265,19 @@ def trainer_data(blocks: np.ndarray, tokenizer):
 
 
 def run_trainer(
-    work: Path, blocks: np.ndarray, tokenizer, s: PretrainSettings, steps: int, warmup: int, device: torch.device
+    work: Path,
+    blocks: np.ndarray,
+    tokenizer,
+    s: PretrainSettings,
+    steps: int,
+    warmup: int,
+    device: torch.device,
+    model: torch.nn.Module | None = None,
 ) -> dict:
+    """Trainer on ``model`` (default: the settings' model, freshly built)."""
     from transformers import Trainer, TrainingArguments
 
-    model = build_model(s, tokenizer, blocks.shape[1])
+    model = model if model is not None else build_model(s, tokenizer, blocks.shape[1])
     args = TrainingArguments(
         output_dir=str(work / "trainer"),
         max_steps=steps,

@@ -35,6 +35,8 @@ class Specials:
     mask: int
     pad: int
     vocab_size: int
+    # every special token but the unknown one, which stands for text: never selected for masking
+    never_masked: tuple[int, ...] = ()
 
     @classmethod
     def of(cls, tokenizer, where: str) -> Specials:
@@ -50,4 +52,12 @@ class Specials:
                 f"{where}: the tokenizer has no {'/'.join(missing)} token; masked-language modelling needs "
                 "[CLS]/[SEP]/[MASK]/[PAD] (or <s>/</s>/<mask>/<pad>)"
             )
-        return cls(vocab_size=len(tokenizer), **ids)
+        return cls(vocab_size=len(tokenizer), never_masked=special_ids(tokenizer), **ids)
+
+
+def special_ids(tokenizer) -> tuple[int, ...]:
+    """Ids of the tokenizer's special tokens (named ones and added ones marked special), but the unknown token's."""
+    ids = set(tokenizer.all_special_ids)
+    ids.update(i for i, token in getattr(tokenizer, "added_tokens_decoder", {}).items() if token.special)
+    ids.discard(tokenizer.unk_token_id)
+    return tuple(sorted(ids))

@@ -64,6 +64,8 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
                 return _convert(arg, value, where)
             except PipelineError as exc:
                 errors.append(str(exc))
+        if len(errors) == 1:  # an optional value: its own error names the nested key
+            raise PipelineError(errors[0])
         raise PipelineError(f"{where}: {value!r} is not {_type_name(tp)}")
     if origin in (list, tuple):
         if not isinstance(value, (list, tuple)):

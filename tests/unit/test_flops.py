@@ -5,13 +5,22 @@ from __future__ import annotations
 import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
-from transformers import BertConfig, BertForMaskedLM, ElectraConfig, ElectraForMaskedLM, ElectraForPreTraining
+from transformers import (
+    BertConfig,
+    BertForMaskedLM,
+    ElectraConfig,
+    ElectraForMaskedLM,
+    ElectraForPreTraining,
+    ModernBertConfig,
+    ModernBertForMaskedLM,
+)
 
 from workflow_scripts.distill.objective import DistillObjective
 from workflow_scripts.distill.settings import LossWeights
 from workflow_scripts.pretrain import electra
 from workflow_scripts.pretrain.electra import ElectraObjective
 from workflow_scripts.pretrain.model import MLMObjective, mlm_flops_fn
+from workflow_scripts.pretrain.modernbert import layer_types
 from workflow_scripts.pretrain.settings import ElectraSettings
 
 META = torch.device("meta")
@@ -78,3 +87,36 @@ def test_distillation_formula_equals_the_counted_flops(student_shape, weights, k
     masked = 38
     counted = counted_per_token(objective, 2, 128, masked)
     assert objective.flops_per_token(128, masked / 256) == pytest.approx(counted, rel=1e-9)
+
+
+def _modernbert_base(every: int):
+    """ModernBERT-base's shape: 22 layers, hidden 768, GeGLU 1,152 (Wi 2,304 wide), a global layer every ``every``."""
+    config = ModernBertConfig(
+        vocab_size=50368,
+        hidden_size=768,
+        intermediate_size=1152,
+        num_hidden_layers=22,
+        num_attention_heads=12,
+        layer_types=layer_types(22, every),
+        local_attention=128,
+    )
+    config._attn_implementation = "sdpa"
+    with META:
+        return ModernBertForMaskedLM(config)
+
+
+@pytest.mark.parametrize("seq_len", [128, 512])
+def test_modernbert_formula_counts_the_geglu_and_the_sliding_window(seq_len):
+    masked = round(0.3 * 2 * seq_len)
+    # every layer global: the dense kernel the counter sees is what the formula counts
+    everywhere = _modernbert_base(every=1)
+    counted = counted_per_token(MLMObjective(everywhere), 2, seq_len, masked)
+    assert mlm_flops_fn(everywhere, masked / (2 * seq_len))(seq_len) == pytest.approx(counted, rel=1e-9)
+    # ModernBERT's pattern: 14 of 22 layers attend over 128 keys, while SDPA with a mask computes all s
+    alternating = _modernbert_base(every=3)
+    counted = counted_per_token(MLMObjective(alternating), 2, seq_len, masked)
+    skipped = 12 * 768 * 14 * (seq_len - 128)
+    assert mlm_flops_fn(alternating, masked / (2 * seq_len))(seq_len) == pytest.approx(counted - skipped, rel=1e-9)
+    # 6 x 22 x (Wqkv, Wo: 4 x 768^2; Wi, Wo: 3 x 768 x 1152) encoder weights, 30% of 6 x (768^2 + 768 x 50368) head
+    encoder = 22 * (4 * 768**2 + 3 * 768 * 1152)
+    assert counted == pytest.approx(6 * encoder + 12 * 768 * 22 * seq_len + 0.3 * 6 * (768**2 + 768 * 50368), rel=1e-3)

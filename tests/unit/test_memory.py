@@ -16,7 +16,9 @@ from workflow_scripts.errors import PipelineError
 from workflow_scripts.pretrain import memory
 from workflow_scripts.pretrain import pretrain as pretrain_cli
 from workflow_scripts.pretrain.model import MLMObjective
+from workflow_scripts.pretrain.modernbert import build_modernbert
 from workflow_scripts.pretrain.settings import PretrainSettings
+from workflow_scripts.tokenizer import Specials
 from workflow_scripts.typed import parse
 
 torch.set_num_threads(1)
@@ -45,6 +47,19 @@ def measured_step_bytes(model, micro, seq_len, mask_prob=0.15) -> float:
 def test_estimate_is_within_15_percent_of_the_measured_peak(dropout):
     model = _model(128, 2, 1000, 128, dropout)
     estimate = memory.mlm_estimate(model, PretrainSettings(), torch.device("cpu"))
+    for micro in (4, 8):
+        measured = measured_step_bytes(model, micro, 128)
+        assert abs(estimate(micro, 128) / measured - 1) < 0.15, (micro, estimate(micro, 128), measured)
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.1], ids=["fused-attention", "math-attention"])
+def test_modernbert_estimate_is_within_15_percent_of_the_measured_peak(dropout):
+    """GeGLU's 2 x i wide input projection, the rotated q and k, two pre-norms and the final norm."""
+    own = {"local_attention": 64}
+    shape = {"hidden_size": 128, "num_layers": 3, "num_heads": 4, "dropout": dropout, "attention_dropout": dropout}
+    s = parse(PretrainSettings, {"architecture": "modernbert", "modernbert": own, **shape}, "p")
+    model = build_modernbert(s, Specials(cls=2, sep=3, mask=4, pad=0, vocab_size=1000), 128)
+    estimate = memory.mlm_estimate(model, s, torch.device("cpu"))
     for micro in (4, 8):
         measured = measured_step_bytes(model, micro, 128)
         assert abs(estimate(micro, 128) / measured - 1) < 0.15, (micro, estimate(micro, 128), measured)

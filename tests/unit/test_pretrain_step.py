@@ -14,7 +14,15 @@ import pretrain_fixtures as fx
 import pytest
 import torch
 from torch._dynamo.testing import CompileCounterWithBackend
-from transformers import BertConfig, BertForMaskedLM, ElectraConfig, ElectraForMaskedLM, ElectraForPreTraining
+from transformers import (
+    BertConfig,
+    BertForMaskedLM,
+    ElectraConfig,
+    ElectraForMaskedLM,
+    ElectraForPreTraining,
+    ModernBertConfig,
+    ModernBertForMaskedLM,
+)
 
 from workflow_scripts.distill.objective import DistillObjective
 from workflow_scripts.distill.settings import LossWeights
@@ -25,7 +33,7 @@ from workflow_scripts.pretrain.electra import ElectraObjective
 from workflow_scripts.pretrain.masking import apply_mask, draw, step_generator
 from workflow_scripts.pretrain.model import MLMObjective
 from workflow_scripts.pretrain.settings import ElectraSettings, PretrainSettings
-from workflow_scripts.pretrain.step import compiles
+from workflow_scripts.pretrain.step import compiles, fixed_slots
 from workflow_scripts.tokenizer import Specials
 from workflow_scripts.typed import parse
 
@@ -41,6 +49,26 @@ def _tiny(cls, config_cls, **extra):
 
 def _mlm() -> MLMObjective:
     return MLMObjective(_tiny(BertForMaskedLM, BertConfig, attention_probs_dropout_prob=0.0))
+
+
+def _modernbert() -> MLMObjective:
+    """A ModernBERT whose local layer's 16-token window is shorter than the 32-token blocks."""
+    torch.manual_seed(0)
+    config = ModernBertConfig(
+        vocab_size=V,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=48,
+        max_position_embeddings=L,
+        layer_types=["full_attention", "sliding_attention"],
+        local_attention=16,
+        pad_token_id=0,
+        cls_token_id=2,
+        sep_token_id=3,
+    )
+    config._attn_implementation = "sdpa"
+    return MLMObjective(ModernBertForMaskedLM(config))
 
 
 def _electra() -> ElectraObjective:
@@ -75,7 +103,9 @@ def _distill() -> DistillObjective:
     return DistillObjective(_mlm().model, teacher.eval(), LossWeights(), 2.0, [2, 4])
 
 
-@pytest.mark.parametrize("make", [_mlm, _electra_fixed_draws, _distill], ids=["mlm", "electra", "distill"])
+@pytest.mark.parametrize(
+    "make", [_mlm, _modernbert, _electra_fixed_draws, _distill], ids=["mlm", "modernbert", "electra", "distill"]
+)
 def test_fixed_prediction_slots_give_the_variable_size_loss_and_gradients(make):
     slots = prediction_slots(0.15, ROWS, L, whole_word=False)
     variable, n = _micro(0, None)
@@ -100,7 +130,7 @@ def test_distillation_pads_predictions_unless_it_compares_distributions_at_maske
     assert not masked_kl.fixed_predictions
 
 
-@pytest.mark.parametrize("make", [_mlm, _electra], ids=["mlm", "electra"])
+@pytest.mark.parametrize("make", [_mlm, _modernbert, _electra], ids=["mlm", "modernbert", "electra"])
 def test_objectives_compile_whole_and_do_not_recompile_as_mask_counts_vary(make):
     torch._dynamo.reset()
     counter = CompileCounterWithBackend("aot_eager")
@@ -124,6 +154,15 @@ def test_compile_auto_is_on_for_cuda_only():
     assert compiles(auto, torch.device("cuda")) and not compiles(auto, torch.device("cpu"))
     assert compiles(parse(PretrainSettings, {"compile": True}, "s"), torch.device("cpu"))
     assert not compiles(parse(PretrainSettings, {"compile": False}, "s"), torch.device("cuda"))
+
+
+def test_prediction_slots_are_fixed_where_a_compiled_step_needs_them():
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    assert fixed_slots(PretrainSettings(), cpu) and fixed_slots(PretrainSettings(), cuda)  # the default
+    auto = parse(PretrainSettings, {"prediction_slots": "auto"}, "s")
+    assert fixed_slots(auto, cuda) and not fixed_slots(auto, cpu)
+    assert fixed_slots(parse(PretrainSettings, {"prediction_slots": "auto", "compile": True}, "s"), cpu)
+    assert not fixed_slots(parse(PretrainSettings, {"prediction_slots": "exact"}, "s"), cuda)
 
 
 def test_a_process_draws_exactly_its_rows_of_the_global_draw():

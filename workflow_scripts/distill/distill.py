@@ -24,7 +24,7 @@ from .. import optim, provenance
 from ..cli import run
 from ..errors import PipelineError
 from ..pretrain import dist as distributed
-from ..pretrain import memory
+from ..pretrain import memory, modernbert
 from ..pretrain.engine import add_data_arguments, data_inputs, execute, open_data, training_job, training_key
 from ..pretrain.loop import Job
 from ..pretrain.model import MLMObjective, build_model, check_vocab, flops_record, load_pretrained, mlm_flops_fn
@@ -67,6 +67,12 @@ def make_student(s: DistillSettings, teacher, teacher_tok, init: str | None, whe
 
 def _check_attention(student, teacher, mapping: list[int], where: str) -> None:
     """Attention terms compare maps head by head, of transformer layers."""
+    for role, model in (("student", student), ("teacher", teacher)):
+        if modernbert.is_modernbert(model):
+            raise PipelineError(
+                f"{where}.loss: attention terms (attention_mse, attention_kl) read BERT-style attention maps; the "
+                f"{role} is a ModernBERT, whose rotary local-window layers form none to compare; set them to 0"
+            )
     if student.config.num_attention_heads != teacher.config.num_attention_heads:
         raise PipelineError(
             f"{where}.loss: attention terms need equal head counts (student "
@@ -128,7 +134,16 @@ def _job(args, s: DistillSettings, student, teacher, tokenizer, objective, init_
         else mlm_flops_fn(student, s.mask_prob)
     )
     job = training_job(
-        s, data, key, out, d, objective=objective, model=student, tokenizer=tokenizer, flops_per_token=flops
+        s,
+        data,
+        key,
+        out,
+        d,
+        objective=objective,
+        model=student,
+        tokenizer=tokenizer,
+        flops_per_token=flops,
+        phase_start=modernbert.rotary_schedule(student, s.phases, f"{args.settings}:model.distill"),
     )
     return job, data
 

@@ -10,7 +10,7 @@ from torch import nn
 from ..errors import PipelineError
 from .settings import DistillSettings
 
-_LAYER = re.compile(r"(.*\.encoder\.layer\.)(\d+)(\..*)")
+_LAYER = re.compile(r"((?:.*\.)?(?:encoder\.layer|layers)\.)(\d+)(\..*)")  # BERT-style and ModernBERT keys
 
 
 def teacher_layers(teacher_layers_total: int, settings: DistillSettings, where: str) -> list[int]:
@@ -38,6 +38,8 @@ def from_teacher_layers(teacher: nn.Module, layers: list[int]) -> nn.Module:
     """A student of the teacher's width with its embeddings, head and the given layers (DistilBERT init)."""
     config = copy.deepcopy(teacher.config)
     config.num_hidden_layers = len(layers)
+    if getattr(config, "layer_types", None):  # ModernBERT: each copied layer keeps its local or global attention
+        config.layer_types = [teacher.config.layer_types[t] for t in layers]
     student = type(teacher)(config)
     source = {t: s for s, t in enumerate(layers)}
     state = {}
@@ -47,6 +49,9 @@ def from_teacher_layers(teacher: nn.Module, layers: list[int]) -> nn.Module:
             state[key] = value
         elif int(m.group(2)) in source:
             state[f"{m.group(1)}{source[int(m.group(2))]}{m.group(3)}"] = value
+    if getattr(config, "model_type", None) == "modernbert":
+        # its first layer has no attention norm (the embeddings' norm precedes it): a later layer's is dropped
+        state = {k: v for k, v in state.items() if not k.startswith("model.layers.0.attn_norm.")}
     missing, unexpected = student.load_state_dict(state, strict=False)
     tied = set(getattr(student, "_tied_weights_keys", None) or {})
     if unexpected or set(missing) - tied:

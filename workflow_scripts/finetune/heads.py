@@ -129,8 +129,11 @@ def build(model_dir: str, task_type: str, labels: list[str], dropout: float, poo
 def encoder_mask(model, mask: torch.Tensor | None) -> torch.Tensor | None:
     """The padding mask as the 4-D boolean mask SDPA attends with. Given the 2-D one,
     transformers first asks ``mask.all()`` (may it drop the mask?): a host-device
-    synchronisation at every forward. A 4-D mask it takes as is; the outputs are identical."""
+    synchronisation at every forward. A 4-D mask it takes as is; the outputs are identical.
+    Not for a model with sliding-window layers (ModernBERT): a 4-D mask would replace their windows."""
     if mask is None or getattr(model.config, "_attn_implementation", None) != "sdpa":
+        return mask
+    if "sliding_attention" in (getattr(model.config, "layer_types", None) or ()):
         return mask
     width = mask.shape[1]
     return mask.bool()[:, None, None, :].expand(-1, 1, width, -1)

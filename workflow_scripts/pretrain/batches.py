@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..pack.format import SPECIAL
 from ..tokenizer import Specials
 from . import layout
 from .data import BlockOrder, PackedCorpus
@@ -68,8 +69,12 @@ def mask_rows(
     mask_prob: float | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(ids, masked ids, selection) of the blocks ``toks`` masked with rows ``first ..`` of ``stream``'s draws,
-    at ``mask_prob`` (default: the model's)."""
+    at ``mask_prob`` (default: the model's).
+
+    Special tokens are never selected: the block's own [CLS]/[SEP] carry the special flag, and any
+    special token the text itself spelled out (a literal [MASK], <|endoftext|>) is flagged here."""
     input_ids = torch.from_numpy(toks)
+    flags = np.where(np.isin(toks, specials.never_masked), SPECIAL, flags)
     masked, selected = apply_mask(
         input_ids,
         torch.from_numpy(flags),

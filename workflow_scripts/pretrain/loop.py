@@ -42,13 +42,13 @@ from ..errors import PipelineError
 from ..progress import progress
 from ..tokenizer import Specials
 from . import checkpoint as ckpt
-from .batches import BatchBuilder, StepBatch, mask_rows, prefetched
+from .batches import BatchBuilder, StepBatch, mask_rows, phase_of, prefetched
 from .data import PackedCorpus
 from .dist import Dist
 from .masking import step_generator
 from .model import FLOPS_FORMULA, MLMObjective
 from .settings import BranchStart, PretrainSettings
-from .step import TrainStep
+from .step import TrainStep, fixed_slots
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +78,7 @@ class Job:
     companions: dict[str, nn.Module] = field(default_factory=dict)  # further models exported into <out>/<key>/
     branch: BranchStart | None = None  # a decay branch: starts from its parent's checkpoint at branch.step
     parent_state: Path | None = None  # the parent's training_state/ of a decay branch
+    phase_start: Callable[[int], None] | None = None  # run when a phase's first step (or a resumed one) begins
 
 
 def peak_tflops(settings: PretrainSettings, device: torch.device) -> float | None:
@@ -261,6 +262,8 @@ def train(job: Job, stop_after: int | None = None) -> dict[str, Any] | None:
         trainer = TrainStep(job.objective, s, d)
         saver = _Checkpoints(job, trainer)
         start = saver.resume(stop_after)
+        if job.phase_start is not None:  # the model a resumed (or finished) run continues or exports
+            job.phase_start(phase_of(s.phase_steps(), min(start, s.max_steps - 1))[0])
         trainer.wrap()
         builder = BatchBuilder(
             s,
@@ -269,7 +272,7 @@ def train(job: Job, stop_after: int | None = None) -> dict[str, Any] | None:
             d.rank,
             share,
             micro,
-            fixed_slots=getattr(job.objective, "fixed_predictions", True),
+            fixed_slots=getattr(job.objective, "fixed_predictions", True) and fixed_slots(s, d.device),
             pin=d.device.type == "cuda",
             branch=job.branch,
         )
@@ -301,9 +304,13 @@ def _run(
     at log and checkpoint steps only (every step in a single process)."""
     s, d = job.settings, job.dist
     meter = _Meter(job, trainer, start)
+    phase = None
     try:
         with _sigterm_flag() as term, contextlib.closing(_batches(builder, start, s)) as batches:
             for batch in batches:
+                if batch.phase != phase and job.phase_start is not None:
+                    job.phase_start(batch.phase)
+                phase = batch.phase
                 grad_norm, lr = trainer(batch, norms_of(s, batch.seq_len, d.world, batch.mask_prob))
                 meter.record(batch, grad_norm, lr)
                 done = batch.step + 1

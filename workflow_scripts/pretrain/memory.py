@@ -44,6 +44,7 @@ class Encoder:
     intermediate: int
     vocab: int
     params: int  # every parameter, embeddings and head included
+    glu: bool = False  # ModernBERT's layer: pre-norm, rotary q and k, GeGLU
 
     @classmethod
     def of(cls, model: torch.nn.Module) -> Encoder:
@@ -55,6 +56,7 @@ class Encoder:
             c.intermediate_size,
             c.vocab_size,
             sum(p.numel() for p in model.parameters()),
+            glu=c.model_type == "modernbert",
         )
 
 
@@ -70,13 +72,46 @@ class Precision:
     def of(cls, model: torch.nn.Module, device: torch.device, precision: str) -> Precision:
         c = model.config
         autocast = device.type == "cuda" and precision in ("bf16", "fp16")
+        attention_dropout, hidden_dropout = dropouts(c)
         # CPU SDPA falls back to the math kernel when attention dropout is on
-        fused = device.type == "cuda" or c.attention_probs_dropout_prob == 0
-        return cls(autocast, c.hidden_dropout_prob > 0 or c.attention_probs_dropout_prob > 0, fused)
+        fused = device.type == "cuda" or attention_dropout == 0
+        return cls(autocast, hidden_dropout > 0 or attention_dropout > 0, fused)
+
+
+def dropouts(config) -> tuple[float, float]:
+    """(attention, hidden) dropout of a BERT-style or a ModernBERT config."""
+    if config.model_type == "modernbert":
+        return config.attention_dropout, max(config.mlp_dropout, config.embedding_dropout)
+    return config.attention_probs_dropout_prob, config.hidden_dropout_prob
+
+
+def attention_bytes_per_token(e: Encoder, seq_len: int, p: Precision) -> float:
+    """What the attention kernel keeps: its output and log-sum-exp, or the math kernel's probabilities."""
+    if p.fused_attention:
+        return (2 if p.autocast else 4) * e.hidden + 4 * e.heads
+    # fp32 probabilities and their safe-softmax copy, dropout mask and dropped copy
+    return (8 + (5 if p.dropout else 0)) * e.heads * seq_len
+
+
+def glu_layer_bytes_per_token(e: Encoder, seq_len: int, p: Precision) -> float:
+    """What one ModernBERT layer keeps for backward, per token: two pre-norms, the fused q/k/v
+    projection (v a view of it) and the rotated q and k, attention, and the GeGLU's 2 x i wide
+    input projection, activation and product."""
+    h, i = e.hidden, e.intermediate
+    low = 2 if p.autocast else 4
+    norms = 2 * (4 * h + 8)  # fp32 LayerNorm inputs and their statistics (layer 0's attention norm is none)
+    linear_inputs = 2 * (low * h if p.autocast else 4 * h)  # the norms' outputs, input of Wqkv and Wi
+    qkv = 3 * low * h + 2 * low * h  # Wqkv's output and the rotated q and k
+    context = low * h
+    masks = (h + i + low * i) if p.dropout else 0  # attention-output and GeGLU dropout: masks and the dropped copy
+    ffn = low * (2 * i + i + i)  # Wi's output, GELU of its first half, the product
+    return norms + linear_inputs + qkv + attention_bytes_per_token(e, seq_len, p) + context + masks + ffn
 
 
 def layer_bytes_per_token(e: Encoder, seq_len: int, p: Precision) -> float:
     """What one encoder layer keeps for backward, per token."""
+    if e.glu:
+        return glu_layer_bytes_per_token(e, seq_len, p)
     h, i, a = e.hidden, e.intermediate, e.heads
     low = 2 if p.autocast else 4
     inputs = 3 * low * h if p.autocast else 4 * h  # q, k, v Linears: three bf16 casts, or one shared fp32 input
@@ -117,6 +152,8 @@ def mlm_step_bytes(e: Encoder, micro: int, seq_len: int, predicted: float, p: Pr
     """Peak bytes of one masked-LM micro-step: states, every layer's saved tensors, the sparse head."""
     tokens = micro * seq_len
     embeddings = tokens * (4 * e.hidden + 8 + (e.hidden if p.dropout else 0))
+    if e.glu:
+        embeddings += tokens * (4 * e.hidden + 8)  # the final norm's input and statistics
     layers = e.layers * tokens * layer_bytes_per_token(e, seq_len, p)
     head = predicted * tokens * head_bytes_per_row(e, p) + 4 * e.vocab * e.hidden  # and the decoder's gradient
     return state_bytes(e.params, p) + embeddings + layers + head

@@ -20,6 +20,7 @@ from transformers import (
 
 from ..errors import PipelineError
 from ..tokenizer import Specials, looks_local
+from . import modernbert
 from .documents import document_inputs
 from .settings import PretrainSettings
 
@@ -51,12 +52,14 @@ def check_vocab(model, tokenizer, where: str) -> None:
 
 
 def build_model(settings: PretrainSettings, tokenizer, max_seq_len: int) -> nn.Module:
-    """A freshly initialised BERT or RoBERTa masked-language model sized for ``tokenizer``."""
-    if settings.architecture not in ("bert", "roberta"):
+    """A freshly initialised BERT, RoBERTa or ModernBERT masked-language model sized for ``tokenizer``."""
+    if settings.architecture not in ("bert", "roberta", "modernbert"):
         raise PipelineError(
-            f"architecture: {settings.architecture} is not a masked-language model; use bert or roberta"
+            f"architecture: {settings.architecture} is not a masked-language model; use bert, roberta or modernbert"
         )
     sp = Specials.of(tokenizer, "tokenizer")
+    if settings.architecture == "modernbert":
+        return modernbert.build_modernbert(settings, sp, max_seq_len)
     hidden, layers, heads, inter = settings.shape()
     common = dict(
         vocab_size=sp.vocab_size,
@@ -92,8 +95,10 @@ def mlm_parts(model: nn.Module) -> tuple[nn.Module, nn.Module]:
         head = getattr(model, head_name, None)
         if head is not None:
             return model.base_model, head
+    if modernbert.is_modernbert(model):
+        return model.base_model, modernbert.mlm_head(model)
     raise PipelineError(
-        f"{type(model).__name__}: unsupported model class (expected a BERT- or RoBERTa-style masked LM)"
+        f"{type(model).__name__}: unsupported model class (expected a BERT-, RoBERTa- or ModernBERT-style masked LM)"
     )
 
 
@@ -127,7 +132,8 @@ class MLMObjective(nn.Module):
 # Stated beside every MFU figure (train log provenance, plot caption, README).
 FLOPS_FORMULA = (
     "matmul FLOPs per token = 6 x W_enc + 12 x L x h x s + 6 x f x W_head, where W_enc counts the encoder's "
-    "Linear weights, L layers of width h attend over s tokens, and the output head (W_head: its Linear weights, "
+    "Linear weights, L layers of width h attend over s tokens (a sliding-window layer over min(s, window)), "
+    "and the output head (W_head: its Linear weights, "
     "tied decoder included) runs on the fraction f of positions it predicts; a frozen teacher counts a third "
     "(forward only). Left out: embedding lookups, LayerNorm, GELU, softmax, dropout, biases, residual adds, "
     "the loss and the optimiser step."
@@ -144,7 +150,7 @@ def matmul_flops_per_token(
 ) -> float:
     """FLOPS_FORMULA for one model; ``passes`` 3 is forward and backward, 1 forward only."""
     dense = linear_weights(encoder) + head_fraction * (linear_weights(head) if head is not None else 0)
-    attention = 4 * config.num_hidden_layers * config.hidden_size * seq_len  # QK^T and PV
+    attention = 4 * config.hidden_size * modernbert.attended_keys(config, seq_len)  # QK^T and PV
     return passes * (2 * dense + attention)
 
 

@@ -33,7 +33,7 @@ from ..cli import run
 from ..errors import PipelineError
 from ..tokenizer import load_tokenizer
 from ..typed import load_settings, to_dict
-from . import branching, electra, memory
+from . import branching, electra, memory, modernbert
 from . import dist as distributed
 from .engine import Data, add_data_arguments, data_inputs, execute, open_data, training_job, training_key
 from .loop import Job
@@ -104,12 +104,23 @@ def mlm_job(
                 f"{args.init}: an ELECTRA checkpoint; continue it with "
                 "model.pretrain.objective: electra and architecture: electra"
             )
-        fit_positions([model], s.phases, f"{args.settings}: model.pretrain", args.init)
+        if s.architecture == "modernbert" and not modernbert.is_modernbert(model):
+            raise PipelineError(
+                f"{args.settings}: model.pretrain.architecture: modernbert, but {args.init} is a "
+                f"{model.config.model_type} checkpoint; continue a ModernBERT-family checkpoint or drop the key"
+            )
+        if modernbert.is_modernbert(model):
+            # rotary positions have no table to outgrow: the config records the longest context trained
+            model.config.max_position_embeddings = max(model.config.max_position_embeddings, max_len)
+        else:
+            fit_positions([model], s.phases, f"{args.settings}: model.pretrain", args.init)
     else:
         tokenizer = load_tokenizer(args.tokenizer, "--tokenizer")
         model = build_model(s, tokenizer, max_len)
         check_vocab(model, tokenizer, args.tokenizer)
     data = open_data(args, s, tokenizer, out, d)
+    if modernbert.is_modernbert(model):
+        tokenizer.model_input_names = list(modernbert.INPUT_NAMES)
     key = training_key(s, data.keys, model, {"init": args.init, **branching.key(branch, args.init)})
     s = memory.resolve_micro_batch(s, d.world, memory.mlm_estimate(model, s, d.device), args.gpu_mem_gb)
     job = training_job(
@@ -123,6 +134,7 @@ def mlm_job(
         tokenizer=tokenizer,
         flops_per_token=mlm_flops_fn(model, s.mask_prob),
         **branching.job_parts(branch, args.init),
+        phase_start=modernbert.rotary_schedule(model, s.phases, f"{args.settings}:model.pretrain"),
     )
     return job, data
 

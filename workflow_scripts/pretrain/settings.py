@@ -41,6 +41,13 @@ class Phase:
             "in turn (Longformer's initialisation); null refuses such a phase."
         },
     )
+    rope_theta: float | None = field(
+        default=None,
+        metadata={
+            "help": "modernbert only: the global layers' rotary base from this phase on (ModernBERT extended "
+            "its context to 8,192 tokens by raising it from 10,000 to 160,000); default: the base of the phase before."
+        },
+    )
 
 
 @dataclass
@@ -74,12 +81,45 @@ class ElectraSettings:
 
 
 @dataclass
+class ModernBertSettings:
+    """ModernBERT's own shape (Warner et al. 2024): alternating local and global attention, rotary positions."""
+
+    local_attention: int = field(
+        default=128, metadata={"help": "Tokens a local-attention layer attends over (its sliding window)."}
+    )
+    global_attn_every_n_layers: int = field(
+        default=3, metadata={"help": "Every n-th layer, from the first, attends globally; the others locally."}
+    )
+    global_rope_theta: float = field(
+        default=160_000.0,
+        metadata={"help": "Rotary base of the global layers (released ModernBERT's; at 1,024 tokens: 10,000)."},
+    )
+    local_rope_theta: float = field(default=10_000.0, metadata={"help": "Rotary base of the local layers."})
+    bias: bool = field(
+        default=False,
+        metadata={"help": "Biases in the attention, GeGLU and LayerNorms (ModernBERT: none; the decoder keeps one)."},
+    )
+    norm_eps: float = field(default=1e-5, metadata={"help": "LayerNorm epsilon."})
+
+    def validate(self, where: str) -> None:
+        if self.local_attention < 2 or self.local_attention % 2:
+            raise PipelineError(f"{where}.local_attention: must be an even number of tokens, e.g. 128")
+        if self.global_attn_every_n_layers < 1:
+            raise PipelineError(f"{where}.global_attn_every_n_layers: must be at least 1 (1: every layer global)")
+        for key in ("global_rope_theta", "local_rope_theta"):
+            if getattr(self, key) <= 0:
+                raise PipelineError(f"{where}.{key}: a rotary base must be positive, e.g. 160000")
+        if self.norm_eps <= 0:
+            raise PipelineError(f"{where}.norm_eps: must be positive")
+
+
+@dataclass
 class PretrainSettings:
-    architecture: Literal["bert", "roberta", "electra"] = field(
+    architecture: Literal["bert", "roberta", "electra", "modernbert"] = field(
         default="roberta",
         metadata={
-            "help": "Model family built from scratch (ignored with --init, which keeps its own); "
-            "electra requires objective electra."
+            "help": "Model family built from scratch (ignored with --init, which keeps its own, but modernbert "
+            "asks --init to be a ModernBERT checkpoint); electra requires objective electra."
         },
     )
     objective: Literal["mlm", "electra"] = field(
@@ -98,7 +138,15 @@ class PretrainSettings:
     num_layers: int | None = field(default=None, metadata={"help": "Transformer layers; overrides the size preset."})
     num_heads: int | None = field(default=None, metadata={"help": "Attention heads; overrides the size preset."})
     intermediate_size: int | None = field(
-        default=None, metadata={"help": "Feed-forward width; overrides the size preset (default 4 x hidden)."}
+        default=None,
+        metadata={
+            "help": "Feed-forward width; overrides the size preset (default 4 x hidden; modernbert: the GeGLU "
+            "width, default 1.5 x hidden, its input projection twice that)."
+        },
+    )
+    modernbert: ModernBertSettings | None = field(
+        default=None,
+        metadata={"help": "architecture modernbert: ModernBERT's own settings (default: ModernBERT's)."},
     )
     dropout: float = field(default=0.1, metadata={"help": "Hidden-state dropout probability."})
     attention_dropout: float = field(default=0.1, metadata={"help": "Attention-probability dropout."})
@@ -176,6 +224,14 @@ class PretrainSettings:
         default="auto",
         metadata={"help": "Wrap the training objective in torch.compile; auto: on CUDA devices, not on the CPU."},
     )
+    prediction_slots: Literal["fixed", "exact", "auto"] = field(
+        default="fixed",
+        metadata={
+            "help": "fixed: every micro-batch predicts the same number of positions (masked ones, then ignored "
+            "padding), the static shapes torch.compile needs; exact: only the masked ones (less head work in eager "
+            "runs); auto: fixed when compiling, else exact."
+        },
+    )
     prefetch: bool = field(
         default=True,
         metadata={"help": "Build the next step's batch on a background thread while this one trains (off: in series)."},
@@ -219,12 +275,13 @@ class PretrainSettings:
     def shape(self) -> tuple[int, int, int, int]:
         hidden, layers, heads, inter = SIZES[self.size]
         hidden = self.hidden_size or hidden
-        return (
-            hidden,
-            self.num_layers or layers,
-            self.num_heads or heads,
-            self.intermediate_size or (inter if self.hidden_size is None else 4 * hidden),
-        )
+        default_inter = inter if self.hidden_size is None else 4 * hidden
+        if self.architecture == "modernbert":
+            default_inter = 3 * hidden // 2  # ModernBERT-base's GeGLU: 1,152 at hidden 768
+        return (hidden, self.num_layers or layers, self.num_heads or heads, self.intermediate_size or default_inter)
+
+    def modernbert_settings(self) -> ModernBertSettings:
+        return self.modernbert or ModernBertSettings()
 
     def peak_lr(self) -> float:
         return self.lr if self.lr is not None else DEFAULT_LR[self.size]
@@ -299,13 +356,38 @@ class PretrainSettings:
         if (self.objective == "electra") != (self.architecture == "electra"):
             raise PipelineError(
                 f"{where}.objective: objective {self.objective} does not go with architecture {self.architecture}; "
-                "use objective electra with architecture electra, and objective mlm with bert or roberta"
+                "use objective electra with architecture electra, and objective mlm with bert, roberta or modernbert"
             )
+        self._check_modernbert(where)
         if min(self.phase_steps()) <= 0:
             raise PipelineError(
                 f"{where}.phases: a phase gets no steps with max_steps={self.max_steps}; raise "
                 "max_steps or its fraction"
             )
+
+    def _check_modernbert(self, where: str) -> None:
+        """ModernBERT's keys only with architecture modernbert: other families learn their positions."""
+        if self.architecture == "modernbert":
+            self.modernbert_settings().validate(f"{where}.modernbert")
+            hidden, _, heads, _ = self.shape()
+            if (hidden // heads) % 2:
+                raise PipelineError(f"{where}.num_heads: rotary positions need an even head width ({hidden // heads})")
+        elif self.modernbert is not None:
+            raise PipelineError(
+                f"{where}.modernbert: ModernBERT's settings apply to architecture modernbert only (architecture is "
+                f"{self.architecture}); remove them or set architecture: modernbert"
+            )
+        for i, phase in enumerate(self.phases):
+            if phase.rope_theta is None:
+                continue
+            if self.architecture != "modernbert":
+                raise PipelineError(
+                    f"{where}.phases[{i}].rope_theta: a rotary base applies to architecture modernbert only; "
+                    f"{self.architecture} learns its positions (set architecture: modernbert, also to continue a "
+                    "ModernBERT checkpoint)"
+                )
+            if phase.rope_theta <= 0:
+                raise PipelineError(f"{where}.phases[{i}].rope_theta: must be positive, e.g. 160000")
 
 
 @dataclass

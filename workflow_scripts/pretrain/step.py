@@ -32,6 +32,12 @@ def compiles(settings: PretrainSettings, device: torch.device) -> bool:
     return device.type == "cuda" if settings.compile == "auto" else bool(settings.compile)
 
 
+def fixed_slots(settings: PretrainSettings, device: torch.device) -> bool:
+    """Whether micro-batches pad their predictions to a fixed count: compiled steps need the static
+    shapes, while an eager step only pays for the padded rows of the head."""
+    return settings.prediction_slots == "fixed" or (settings.prediction_slots == "auto" and compiles(settings, device))
+
+
 def distribute(module: nn.Module, d: Dist) -> DistributedDataParallel:
     """Data-parallel ``module``: no buffer broadcast at every forward (its buffers are constants), gradients
     written straight into the all-reduce buckets, and on CUDA all-reduced in bf16 (half the traffic)."""
