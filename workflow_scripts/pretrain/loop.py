@@ -42,7 +42,8 @@ from ..errors import PipelineError
 from ..progress import progress
 from ..tokenizer import Specials
 from . import checkpoint as ckpt
-from .batches import BatchBuilder, StepBatch, mask_rows, phase_of, prefetched
+from . import layout
+from .batches import BatchBuilder, StepBatch, mask_rows, prefetched
 from .data import PackedCorpus
 from .dist import Dist
 from .masking import step_generator
@@ -263,7 +264,7 @@ def train(job: Job, stop_after: int | None = None) -> dict[str, Any] | None:
         saver = _Checkpoints(job, trainer)
         start = saver.resume(stop_after)
         if job.phase_start is not None:  # the model a resumed (or finished) run continues or exports
-            job.phase_start(phase_of(s.phase_steps(), min(start, s.max_steps - 1))[0])
+            job.phase_start(layout.locate(layout.segments(s, job.branch), min(start, s.max_steps - 1)).data)
         trainer.wrap()
         builder = BatchBuilder(
             s,
