@@ -20,6 +20,7 @@ print("argv", sys.argv[1:])
 print("cwd", os.getcwd())
 print("env", os.environ.get("PROBE_VALUE"))
 print("preloaded", "torch" in sys.modules)
+print("marked", os.environ.get("WORKFLOW_PRELOADED"))
 print("version", VERSION)
 print("to stderr", file=sys.stderr)
 if sys.argv[1:2] == ["sleep"]:
@@ -129,3 +130,23 @@ def test_without_the_variable_the_module_runs_in_the_command(probe, tmp_path):
     result = launch({**env, "WORKFLOW_PRELOAD": "0"}, workdir, "3")
     assert result.returncode == 3 and lines(result.stdout)["preloaded"] == "False"
     assert not list(tmp_path.glob("workflow-preload-*.sock"))
+
+
+def test_inside_a_slurm_job_step_runs_fork_from_that_steps_server_only(probe, tmp_path):
+    code, env, workdir = probe
+    step = {**{k: v for k, v in env.items() if k != "WORKFLOW_PRELOAD"}, "SLURM_JOB_ID": "77", "SLURM_STEP_ID": "0"}
+    failed = launch(step, workdir, "3")
+    after = launch(step, workdir, "0")
+    # a failing run fails only itself: the next run of the step forks from the same server
+    assert failed.returncode == 3 and after.returncode == 0
+    assert lines(after.stdout)["preloaded"] == "True" and lines(after.stdout)["marked"] == "1"
+    assert len(list(tmp_path.glob("workflow-preload-*.sock"))) == 1
+    # another step of the allocation, or another allocation, never reaches this step's server
+    launch({**step, "SLURM_STEP_ID": "1"}, workdir)
+    launch({**step, "SLURM_JOB_ID": "78"}, workdir)
+    assert len(list(tmp_path.glob("workflow-preload-*.sock"))) == 3
+    # the batch script has no step to bound a server's life; WORKFLOW_PRELOAD=0 turns it off
+    batch = {k: v for k, v in step.items() if k != "SLURM_STEP_ID"}
+    for plain in (batch, {**step, "WORKFLOW_PRELOAD": "0"}):
+        out = lines(launch(plain, workdir).stdout)
+        assert out["preloaded"] == "False" and out["marked"] == "None"
