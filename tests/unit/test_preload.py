@@ -134,7 +134,9 @@ def test_without_the_variable_the_module_runs_in_the_command(probe, tmp_path):
 
 def test_inside_a_slurm_job_step_runs_fork_from_that_steps_server_only(probe, tmp_path):
     code, env, workdir = probe
-    step = {**{k: v for k, v in env.items() if k != "WORKFLOW_PRELOAD"}, "SLURM_JOB_ID": "77", "SLURM_STEP_ID": "0"}
+    step = {k: v for k, v in env.items() if k != "WORKFLOW_PRELOAD"}
+    # servers that outlast the test's commands, so that each command shows which one it reached
+    step.update(SLURM_JOB_ID="77", SLURM_STEP_ID="0", WORKFLOW_PRELOAD_IDLE="60")
     failed = launch(step, workdir, "3")
     after = launch(step, workdir, "0")
     # a failing run fails only itself: the next run of the step forks from the same server
