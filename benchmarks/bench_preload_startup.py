@@ -66,7 +66,7 @@ def timed_run(command: list[str], env: dict) -> dict[str, float]:
             moments["first_step"] = time.monotonic() - start
     if proc.wait() != 0:
         raise SystemExit(f"the run failed: {' '.join(command)}")
-    return {**moments, "exit": time.monotonic() - start}
+    return {key: round(value, 2) for key, value in {**moments, "exit": time.monotonic() - start}.items()}
 
 
 def measure(runs: int) -> dict:
@@ -95,8 +95,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--out", default=str(ROOT / "benchmarks/results/preload_startup.json"))
     args = parser.parse_args()
+    load = os.getloadavg()[0]
     results = measure(args.runs)
-    write_json(args.out, {"machine": "2-core CPU, one thread per run", "model": "MiniLM-L6-H384", **results})
+    machine = {"machine": "2-core CPU, one thread per run", "load_average_1min_before": round(load, 2)}
+    write_json(args.out, {**machine, "model": "MiniLM-L6-H384", **results})
     print("| | ready (model and data loaded) | first training step | exit |\n|---|---|---|---|")
     for mode in ("without", "with"):
         row = results[mode]
