@@ -5,7 +5,7 @@ import re
 import shlex
 import sys
 
-from workflow_scripts import numerics, paths
+from workflow_scripts import numerics, paths, preload
 from workflow_scripts.config import checkpoints, gpu_share, plan, step_settings
 from workflow_scripts.config.launch import launch_command
 from workflow_scripts.config.resources import MODEL_RULES, snakemake_resources
@@ -32,6 +32,10 @@ for _key in UNPINNED.values():
 
 # Read once, when torch is imported: set before any job starts, so that every job inherits them.
 numerics.export(STUDY.numerics)
+# A Slurm allocation's Snakemake runs a group job: its fine-tuning runs fork from the job step's
+# preloaded interpreter (workflow_scripts/preload.py), and its job steps inherit this.
+if workflow.remote_exec:
+    os.environ[preload.GROUP_JOB] = "1"
 
 # relative to the run directory: absolute paths in params would rerun jobs of a moved checkout
 WORKFLOW_ROOT = os.path.relpath(workflow.basedir)

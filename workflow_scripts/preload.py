@@ -12,8 +12,9 @@ apply at once; the server leaves when idle. Signals sent to the command reach th
 command exits with the fork's status. Without the variable (the default) the module simply runs in
 this process.
 
-Inside a Slurm job step (a group job's runs share one: the workflow puts fine-tuning runs in a
-group) preloading is on unless ``WORKFLOW_PRELOAD=0``, and the server belongs to the step: its
+Inside the job step of a Slurm group job (the workflow puts fine-tuning runs in a group, and the
+allocation's Snakemake sets ``WORKFLOW_PRELOAD_GROUP_JOB=1``) preloading is on unless
+``WORKFLOW_PRELOAD=0``, and the server belongs to the step: its
 socket is keyed to ``SLURM_JOB_ID`` and ``SLURM_STEP_ID``, so no run of another allocation or step
 ever reaches it. It starts with the step's first run, in its own session (Snakemake, stopping a
 failed run's process group, never reaches it) but in the step's cgroup, which Slurm empties when the
@@ -41,6 +42,7 @@ from pathlib import Path
 ENABLE = "WORKFLOW_PRELOAD"
 # Set in every fork of the server, for the run's provenance.
 PRELOADED = "WORKFLOW_PRELOADED"
+GROUP_JOB = "WORKFLOW_PRELOAD_GROUP_JOB"
 SLURM_STEP = ("SLURM_JOB_ID", "SLURM_STEP_ID")
 IDLE_SECONDS = float(os.environ.get("WORKFLOW_PRELOAD_IDLE", "120"))
 START_SECONDS = 120.0
@@ -288,11 +290,11 @@ def exit_like(status: int) -> None:
 
 
 def enabled(env: dict[str, str]) -> bool:
-    """Preloading on: by ``WORKFLOW_PRELOAD``; under Slurm by default, but only inside a job step,
-    whose end bounds the server's life."""
+    """Preloading on: by ``WORKFLOW_PRELOAD``; under Slurm by default in a group job's step, whose
+    end bounds the server's life, and never in any other Slurm job."""
     setting = env.get(ENABLE, "")
     if "SLURM_JOB_ID" in env:
-        return "SLURM_STEP_ID" in env and setting != "0"
+        return env.get(GROUP_JOB) == "1" and "SLURM_STEP_ID" in env and setting != "0"
     return setting not in ("", "0")
 
 

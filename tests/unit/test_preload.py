@@ -136,7 +136,7 @@ def test_inside_a_slurm_job_step_runs_fork_from_that_steps_server_only(probe, tm
     code, env, workdir = probe
     step = {k: v for k, v in env.items() if k != "WORKFLOW_PRELOAD"}
     # servers that outlast the test's commands, so that each command shows which one it reached
-    step.update(SLURM_JOB_ID="77", SLURM_STEP_ID="0", WORKFLOW_PRELOAD_IDLE="60")
+    step.update(SLURM_JOB_ID="77", SLURM_STEP_ID="0", WORKFLOW_PRELOAD_GROUP_JOB="1", WORKFLOW_PRELOAD_IDLE="60")
     failed = launch(step, workdir, "3")
     after = launch(step, workdir, "0")
     # a failing run fails only itself: the next run of the step forks from the same server
@@ -147,8 +147,10 @@ def test_inside_a_slurm_job_step_runs_fork_from_that_steps_server_only(probe, tm
     launch({**step, "SLURM_STEP_ID": "1"}, workdir)
     launch({**step, "SLURM_JOB_ID": "78"}, workdir)
     assert len(list(tmp_path.glob("workflow-preload-*.sock"))) == 3
-    # the batch script has no step to bound a server's life; WORKFLOW_PRELOAD=0 turns it off
+    # the batch script has no step to bound a server's life; a Slurm job that is no group job's
+    # runs as it always did, even with WORKFLOW_PRELOAD=1; WORKFLOW_PRELOAD=0 turns it off
     batch = {k: v for k, v in step.items() if k != "SLURM_STEP_ID"}
-    for plain in (batch, {**step, "WORKFLOW_PRELOAD": "0"}):
+    no_group = {**{k: v for k, v in step.items() if k != "WORKFLOW_PRELOAD_GROUP_JOB"}, "WORKFLOW_PRELOAD": "1"}
+    for plain in (batch, no_group, {**step, "WORKFLOW_PRELOAD": "0"}):
         out = lines(launch(plain, workdir).stdout)
         assert out["preloaded"] == "False" and out["marked"] == "None"
