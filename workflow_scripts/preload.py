@@ -14,11 +14,12 @@ this process.
 
 Inside the job step of a Slurm group job (the workflow puts fine-tuning runs in a group, and the
 allocation's Snakemake sets ``WORKFLOW_PRELOAD_GROUP_JOB=1``) preloading is on unless
-``WORKFLOW_PRELOAD=0``, and the server belongs to the step: its
-socket is keyed to ``SLURM_JOB_ID`` and ``SLURM_STEP_ID``, so no run of another allocation or step
-ever reaches it. It starts with the step's first run, in its own session (Snakemake, stopping a
-failed run's process group, never reaches it) but in the step's cgroup, which Slurm empties when the
-step ends: it cannot outlive the group job, and nothing but its idle timeout ends it earlier.
+``WORKFLOW_PRELOAD=0``, and the server belongs to the step: its socket is keyed to ``SLURM_JOB_ID``
+and ``SLURM_STEP_ID``, so no run of another allocation or step ever reaches it. It starts with the
+step's first run, in its own session (Snakemake, stopping a failed run's process group, never
+reaches it), and leaves within seconds of the step's task (``SLURM_TASK_PID``, the group job's
+Snakemake) exiting, whatever way Slurm tracks the step's processes: it cannot outlive the group
+job, and nothing but its idle timeout ends it earlier.
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ GROUP_JOB = "WORKFLOW_PRELOAD_GROUP_JOB"
 SLURM_STEP = ("SLURM_JOB_ID", "SLURM_STEP_ID")
 IDLE_SECONDS = float(os.environ.get("WORKFLOW_PRELOAD_IDLE", "120"))
 START_SECONDS = 120.0
+LIFELINE_SECONDS = 2.0
 # Variables read while torch and transformers import: a server started under other values is another server.
 IMPORT_TIME_PREFIXES = (
     *("OMP_", "MKL_", "OPENBLAS_", "ATEN_", "ONEDNN_", "DNNL_", "CUBLAS_", "WORKFLOW_DETERMINISTIC"),
@@ -180,6 +182,21 @@ def supervise(conn: socket.socket) -> None:
     os._exit(0)
 
 
+def step_alive() -> bool:
+    """Whether the Slurm job step the server belongs to still runs: its task (a group job's
+    Snakemake) is ``SLURM_TASK_PID``. A server started outside a step has no step to outlive."""
+    pid = int(os.environ.get("SLURM_TASK_PID", "0"))
+    if not pid:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def serve(path: Path) -> None:
     preloads()
     sys.stdout.flush()
@@ -190,17 +207,22 @@ def serve(path: Path) -> None:
     server.bind(str(path))
     bound = path.stat().st_ino
     server.listen(64)
-    server.settimeout(IDLE_SECONDS)
+    # In a Slurm job step, look every few seconds whether the step's task still runs.
+    server.settimeout(min(IDLE_SECONDS, LIFELINE_SECONDS) if "SLURM_TASK_PID" in os.environ else IDLE_SECONDS)
     children: set[int] = set()
+    last = time.monotonic()
     try:
         while True:
             try:
                 conn, _ = server.accept()
             except TimeoutError:
+                if not step_alive():
+                    return
                 children = {pid for pid in children if os.waitpid(pid, os.WNOHANG) == (0, 0)}
-                if not children:
+                if not children and time.monotonic() - last >= IDLE_SECONDS:
                     return
                 continue
+            last = time.monotonic()
             conn.settimeout(None)
             pid = os.fork()
             if pid == 0:

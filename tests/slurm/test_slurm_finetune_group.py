@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -72,7 +73,9 @@ def group_run(cluster, tmp_path_factory):
     targets = [f"{run}/metrics.json" for run in RUNS]
     command = ["timeout", "-k", "20", str(RUN_LIMIT), str(BIN / "snakemake"), *targets, "--profile", "slurm"]
     command += ["--snakefile", str(ROOT / "Snakefile"), "--verbose"]
-    env = {**cluster, "XDG_CONFIG_HOME": str(tmp / "xdg")}
+    # the jobs inherit TMPDIR (sbatch --export=ALL): the step's preload server puts its socket there
+    (tmp / "sockets").mkdir()
+    env = {**cluster, "XDG_CONFIG_HOME": str(tmp / "xdg"), "TMPDIR": str(tmp / "sockets")}
     env.pop("WORKFLOW_PRELOAD", None)
     proc = subprocess.run(command, cwd=study, env=env, capture_output=True, text=True, timeout=RUN_LIMIT + 60)
     return study, proc
@@ -102,6 +105,12 @@ def test_each_run_is_its_own_preloaded_job_with_its_own_log(group_run):
         record = json.loads((study / run / "provenance.json").read_text())
         assert record["preloaded"], f"{run} did not fork from the step's preloaded interpreter"
         assert (study / f"results/logs/finetune/minilm/my-ner/fold~0/seed~{seed}.log").stat().st_size > 0
+    # the server lived no longer than the group job (its socket goes with it)
+    sockets = study.parent / "sockets"
+    deadline = time.monotonic() + 20
+    while list(sockets.glob("workflow-preload-*.sock")) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not list(sockets.glob("workflow-preload-*.sock"))
     # each run stays a job of its own: one alone reruns alone
     again = subprocess.run(
         [str(BIN / "snakemake"), "-n", f"{RUNS[0]}/metrics.json", "--forcerun", "finetune", "--cores", "1"]

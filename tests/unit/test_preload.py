@@ -137,6 +137,9 @@ def test_inside_a_slurm_job_step_runs_fork_from_that_steps_server_only(probe, tm
     step = {k: v for k, v in env.items() if k != "WORKFLOW_PRELOAD"}
     # servers that outlast the test's commands, so that each command shows which one it reached
     step.update(SLURM_JOB_ID="77", SLURM_STEP_ID="0", WORKFLOW_PRELOAD_GROUP_JOB="1", WORKFLOW_PRELOAD_IDLE="60")
+    # the step's task, which Slurm names in SLURM_TASK_PID: the group job's Snakemake
+    task = subprocess.Popen(["sleep", "300"])
+    step["SLURM_TASK_PID"] = str(task.pid)
     failed = launch(step, workdir, "3")
     after = launch(step, workdir, "0")
     # a failing run fails only itself: the next run of the step forks from the same server
@@ -154,3 +157,10 @@ def test_inside_a_slurm_job_step_runs_fork_from_that_steps_server_only(probe, tm
     for plain in (batch, no_group, {**step, "WORKFLOW_PRELOAD": "0"}):
         out = lines(launch(plain, workdir).stdout)
         assert out["preloaded"] == "False" and out["marked"] == "None"
+    # the servers leave with the step's task, long before their idle timeout
+    task.kill()
+    task.wait()
+    deadline = time.monotonic() + 20
+    while list(tmp_path.glob("workflow-preload-*.sock")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not list(tmp_path.glob("workflow-preload-*.sock"))
