@@ -70,19 +70,19 @@ def group_run(cluster, tmp_path_factory):
     config["resources"] = {"finetune": {"threads": 1, "gpu": 0, "mem_mb": 1500, "runtime": 10, "runs_per_gpu": 2}}
     (study / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     install_profile(tmp / "xdg")
-    targets = [f"{run}/metrics.json" for run in RUNS]
-    command = ["timeout", "-k", "20", str(RUN_LIMIT), str(BIN / "snakemake"), *targets, "--profile", "slurm"]
+    command = ["timeout", "-k", "20", str(RUN_LIMIT), str(BIN / "snakemake"), "--profile", "slurm"]
     command += ["--snakefile", str(ROOT / "Snakefile"), "--verbose"]
     # the jobs inherit TMPDIR (sbatch --export=ALL): the step's preload server puts its socket there
     (tmp / "sockets").mkdir()
     env = {**cluster, "XDG_CONFIG_HOME": str(tmp / "xdg"), "TMPDIR": str(tmp / "sockets")}
     env.pop("WORKFLOW_PRELOAD", None)
-    proc = subprocess.run(command, cwd=study, env=env, capture_output=True, text=True, timeout=RUN_LIMIT + 60)
-    return study, proc
+    targets = [f"{run}/metrics.json" for run in RUNS]
+    proc = subprocess.run(command + targets, cwd=study, env=env, capture_output=True, text=True, timeout=RUN_LIMIT + 60)
+    return study, proc, command, env
 
 
 def test_the_group_job_asks_for_one_layer_at_a_time(group_run):
-    study, proc = group_run
+    study, proc, _, _ = group_run
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     calls = [line for line in proc.stderr.splitlines() if "sbatch call:" in line and "group_finetune" in line]
     assert len(calls) == 1, "the four runs are one group job"
@@ -91,7 +91,7 @@ def test_the_group_job_asks_for_one_layer_at_a_time(group_run):
 
 
 def test_runs_of_one_allocation_overlap_in_time(group_run):
-    study, proc = group_run
+    study, proc, _, _ = group_run
     records = [json.loads((study / run / "provenance.json").read_text()) for run in RUNS]
     assert len({r["slurm_job_id"] for r in records}) == 1 and records[0]["slurm_job_id"]
     spans = sorted((r["started"], r["ended"]) for r in records)
@@ -100,7 +100,7 @@ def test_runs_of_one_allocation_overlap_in_time(group_run):
 
 
 def test_each_run_is_its_own_preloaded_job_with_its_own_log(group_run):
-    study, proc = group_run
+    study, proc, _, _ = group_run
     for run, seed in zip(RUNS, SEEDS, strict=True):
         record = json.loads((study / run / "provenance.json").read_text())
         assert record["preloaded"], f"{run} did not fork from the step's preloaded interpreter"
@@ -122,3 +122,30 @@ def test_each_run_is_its_own_preloaded_job_with_its_own_log(group_run):
         timeout=300,
     )
     assert re.search(r"^finetune\s+1$", again.stdout, re.M), again.stdout[-2000:]
+
+
+def test_a_failed_run_fails_only_itself(group_run):
+    """A fifth seed and a run of a checkpoint with broken weights, side by side in one group job."""
+    study, _, command, env = group_run
+    broken = shutil.copytree(minilm(), study.parent / "broken")
+    (broken / "model.safetensors").write_bytes(b"no weights")
+    config = yaml.safe_load((study / "config.yaml").read_text())
+    config["models"]["broken"] = {"kind": "external", "checkpoint": str(broken)}
+    config["seeds"] = [*SEEDS, 5]
+    (study / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
+    fifth, failed = RUNS[0].replace("seed~1", "seed~5"), "results/finetune/broken/my-ner/fold~0/seed~1"
+    targets = [f"{fifth}/metrics.json", f"{failed}/metrics.json"]
+    proc = subprocess.run(command + targets, cwd=study, env=env, capture_output=True, text=True, timeout=RUN_LIMIT + 60)
+    assert proc.returncode != 0
+    assert "safetensors" in (study / "results/logs/finetune/broken/my-ner/fold~0/seed~1.log").read_text()
+    assert json.loads((study / fifth / "provenance.json").read_text())["preloaded"]
+    plan = subprocess.run(
+        [str(BIN / "snakemake"), "-n", *targets, "--cores", "1", "--snakefile", str(ROOT / "Snakefile")],
+        cwd=study,
+        env={k: v for k, v in os.environ.items() if k != "XDG_CONFIG_HOME"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    # the next run of the workflow redoes the failed run alone
+    assert re.search(r"^finetune\s+1$", plan.stdout, re.M) and f"output: {failed}/" in plan.stdout, plan.stdout[-2000:]
