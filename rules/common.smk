@@ -1,11 +1,12 @@
+import dataclasses
 import functools
 import os
 import re
 import shlex
 import sys
 
-from workflow_scripts import numerics, paths
-from workflow_scripts.config import checkpoints, plan, step_settings
+from workflow_scripts import numerics, paths, preload
+from workflow_scripts.config import checkpoints, gpu_share, plan, step_settings
 from workflow_scripts.config.launch import launch_command
 from workflow_scripts.config.resources import MODEL_RULES, snakemake_resources
 from workflow_scripts.config.validate import load_config
@@ -31,6 +32,10 @@ for _key in UNPINNED.values():
 
 # Read once, when torch is imported: set before any job starts, so that every job inherits them.
 numerics.export(STUDY.numerics)
+# A Slurm allocation's Snakemake runs a group job: its fine-tuning runs fork from the job step's
+# preloaded interpreter (workflow_scripts/preload.py), and its job steps inherit this.
+if workflow.remote_exec:
+    os.environ[preload.GROUP_JOB] = "1"
 
 # relative to the run directory: absolute paths in params would rerun jobs of a moved checkout
 WORKFLOW_ROOT = os.path.relpath(workflow.basedir)
@@ -143,6 +148,40 @@ def job_resources(rule_name):
         _job_size(rule_name, wildcards).runtime * attempt
     )
     return resources
+
+
+def finetune_resources():
+    """A fine-tuning run's resources: the config's, with `gpu` a string that a group job's runs
+    share and the run's `gpu_share` of a card (workflow_scripts/config/gpu_share.py). `nodes`
+    and `gpu_mem_gb` are left out: Snakemake would sum them over a group's runs."""
+    size = STUDY.job_resources("finetune")
+
+    def share(wildcards):
+        shape = gpu_share.model_shape(model_dir(wildcards.model))
+        settings = finetune_settings(wildcards.model, wildcards.task)
+        runs = gpu_share.runs_per_gpu(
+            size.runs_per_gpu, size.gpu, shape, settings, size.gpu_mem_gb
+        )
+        return gpu_share.gpu_share(runs)
+
+    resources = job_resources("finetune")
+    del resources["nodes"], resources["gpu_mem_gb"]
+    return {**resources, "gpu": gpu_share.group_gpus(size.gpu), "gpu_share": share}
+
+
+def group_step_runs(wildcards):
+    """No input. snakemake-executor-plugin-slurm 2.8 starts an allocation's Snakemake without
+    the group arguments and with --jobs 1: it would split the group job into its runs and run
+    them one after another. Every target job of that Snakemake is a run of the one group job,
+    so the group is restored (each run is evaluated here after the settings are final, before
+    groups form), and the allocation runs it as one job step, its runs side by side."""
+    groups = workflow.group_settings
+    if workflow.remote_exec and "finetune" not in groups.group_components:
+        workflow.group_settings = dataclasses.replace(
+            groups,
+            group_components={**groups.group_components, "finetune": sys.maxsize},
+        )
+    return []
 
 
 def launcher(resources, threads, rule_name):

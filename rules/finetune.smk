@@ -19,6 +19,7 @@ rule finetune:
         task=f"{paths.TASK}/data_card.json",
         model=lambda wildcards: model_marker(wildcards.model),
         selection=selection_run,
+        group_step=group_step_runs,
     output:
         metrics=f"{paths.RUN}/metrics.json",
         predictions=f"{paths.RUN}/predictions.jsonl",
@@ -27,11 +28,13 @@ rule finetune:
         "results/logs/finetune/{model}/{task}/fold~{fold}/seed~{seed}.log",
     wildcard_constraints:
         model=_names(TRAINED_OR_LOADED),
+    group:
+        "finetune"
     conda:
         CONDA_ENV_GPU
     threads: job_threads("finetune")
     resources:
-        **job_resources("finetune"),
+        **finetune_resources(),
     params:
         steps_from=lambda wildcards, input: " ".join(
             f"--steps-from {p}" for p in input.selection

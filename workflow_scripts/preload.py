@@ -9,8 +9,17 @@ then sends it its module, arguments, working directory, environment, ``sys.path`
 stdin/stdout/stderr, and the server forks a process that runs the module as ``python -m`` would.
 Our own modules are imported anew in each fork, from the caller's ``sys.path``, so code edits
 apply at once; the server leaves when idle. Signals sent to the command reach the fork, and the
-command exits with the fork's status. Without the variable (the default), or inside a Slurm job,
-the module simply runs in this process.
+command exits with the fork's status. Without the variable (the default) the module simply runs in
+this process.
+
+Inside the job step of a Slurm group job (the workflow puts fine-tuning runs in a group, and the
+allocation's Snakemake sets ``WORKFLOW_PRELOAD_GROUP_JOB=1``) preloading is on unless
+``WORKFLOW_PRELOAD=0``, and the server belongs to the step: its socket is keyed to ``SLURM_JOB_ID``
+and ``SLURM_STEP_ID``, so no run of another allocation or step ever reaches it. It starts with the
+step's first run, in its own session (Snakemake, stopping a failed run's process group, never
+reaches it), and leaves within seconds of the step's task (``SLURM_TASK_PID``, the group job's
+Snakemake) exiting, whatever way Slurm tracks the step's processes: it cannot outlive the group
+job, and nothing but its idle timeout ends it earlier.
 """
 
 from __future__ import annotations
@@ -32,8 +41,13 @@ import time
 from pathlib import Path
 
 ENABLE = "WORKFLOW_PRELOAD"
+# Set in every fork of the server, for the run's provenance.
+PRELOADED = "WORKFLOW_PRELOADED"
+GROUP_JOB = "WORKFLOW_PRELOAD_GROUP_JOB"
+SLURM_STEP = ("SLURM_JOB_ID", "SLURM_STEP_ID")
 IDLE_SECONDS = float(os.environ.get("WORKFLOW_PRELOAD_IDLE", "120"))
 START_SECONDS = 120.0
+LIFELINE_SECONDS = 2.0
 # Variables read while torch and transformers import: a server started under other values is another server.
 IMPORT_TIME_PREFIXES = (
     *("OMP_", "MKL_", "OPENBLAS_", "ATEN_", "ONEDNN_", "DNNL_", "CUBLAS_", "WORKFLOW_DETERMINISTIC"),
@@ -63,7 +77,7 @@ def preloads() -> None:
 
 
 def socket_path() -> Path:
-    env = sorted((k, v) for k, v in os.environ.items() if k.startswith(IMPORT_TIME_PREFIXES))
+    env = sorted((k, v) for k, v in os.environ.items() if k.startswith(IMPORT_TIME_PREFIXES) or k in SLURM_STEP)
     key = json.dumps([os.path.realpath(sys.executable), sys.prefix, env])
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     return Path(os.environ.get("TMPDIR", "/tmp")) / f"workflow-preload-{os.getuid()}-{digest}.sock"
@@ -116,6 +130,7 @@ def worker(request: dict, fds: list[int]) -> None:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
+    os.environ[PRELOADED] = "1"
     sys.path[:] = request["path"]
     for name in [m for m in sys.modules if m == PACKAGE or m.startswith(PACKAGE + ".")]:
         del sys.modules[name]
@@ -167,6 +182,21 @@ def supervise(conn: socket.socket) -> None:
     os._exit(0)
 
 
+def step_alive() -> bool:
+    """Whether the Slurm job step the server belongs to still runs: its task (a group job's
+    Snakemake) is ``SLURM_TASK_PID``. A server started outside a step has no step to outlive."""
+    pid = int(os.environ.get("SLURM_TASK_PID", "0"))
+    if not pid:
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def serve(path: Path) -> None:
     preloads()
     sys.stdout.flush()
@@ -177,17 +207,22 @@ def serve(path: Path) -> None:
     server.bind(str(path))
     bound = path.stat().st_ino
     server.listen(64)
-    server.settimeout(IDLE_SECONDS)
+    # In a Slurm job step, look every few seconds whether the step's task still runs.
+    server.settimeout(min(IDLE_SECONDS, LIFELINE_SECONDS) if "SLURM_TASK_PID" in os.environ else IDLE_SECONDS)
     children: set[int] = set()
+    last = time.monotonic()
     try:
         while True:
             try:
                 conn, _ = server.accept()
             except TimeoutError:
+                if not step_alive():
+                    return
                 children = {pid for pid in children if os.waitpid(pid, os.WNOHANG) == (0, 0)}
-                if not children:
+                if not children and time.monotonic() - last >= IDLE_SECONDS:
                     return
                 continue
+            last = time.monotonic()
             conn.settimeout(None)
             pid = os.fork()
             if pid == 0:
@@ -276,6 +311,15 @@ def exit_like(status: int) -> None:
     sys.exit(status)
 
 
+def enabled(env: dict[str, str]) -> bool:
+    """Preloading on: by ``WORKFLOW_PRELOAD``; under Slurm by default in a group job's step, whose
+    end bounds the server's life, and never in any other Slurm job."""
+    setting = env.get(ENABLE, "")
+    if "SLURM_JOB_ID" in env:
+        return env.get(GROUP_JOB) == "1" and "SLURM_STEP_ID" in env and setting != "0"
+    return setting not in ("", "0")
+
+
 def main(argv: list[str]) -> None:
     if argv[:1] == ["--serve"]:
         serve(Path(argv[1]))
@@ -283,8 +327,7 @@ def main(argv: list[str]) -> None:
     if not argv:
         sys.exit("usage: python -m workflow_scripts.preload MODULE [ARGS...]")
     module, args = argv[0], argv[1:]
-    # Never under Slurm: a server started by one job would live in, and be killed with, that job's cgroup.
-    if os.environ.get(ENABLE, "") not in ("", "0") and "SLURM_JOB_ID" not in os.environ:
+    if enabled(dict(os.environ)):
         # A second try covers a server that was closing for idleness as this command connected.
         for _ in range(2):
             sock = server_connection(socket_path())

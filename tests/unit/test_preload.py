@@ -20,6 +20,7 @@ print("argv", sys.argv[1:])
 print("cwd", os.getcwd())
 print("env", os.environ.get("PROBE_VALUE"))
 print("preloaded", "torch" in sys.modules)
+print("marked", os.environ.get("WORKFLOW_PRELOADED"))
 print("version", VERSION)
 print("to stderr", file=sys.stderr)
 if sys.argv[1:2] == ["sleep"]:
@@ -128,4 +129,38 @@ def test_without_the_variable_the_module_runs_in_the_command(probe, tmp_path):
     code, env, workdir = probe
     result = launch({**env, "WORKFLOW_PRELOAD": "0"}, workdir, "3")
     assert result.returncode == 3 and lines(result.stdout)["preloaded"] == "False"
+    assert not list(tmp_path.glob("workflow-preload-*.sock"))
+
+
+def test_inside_a_slurm_job_step_runs_fork_from_that_steps_server_only(probe, tmp_path):
+    code, env, workdir = probe
+    step = {k: v for k, v in env.items() if k != "WORKFLOW_PRELOAD"}
+    # servers that outlast the test's commands, so that each command shows which one it reached
+    step.update(SLURM_JOB_ID="77", SLURM_STEP_ID="0", WORKFLOW_PRELOAD_GROUP_JOB="1", WORKFLOW_PRELOAD_IDLE="60")
+    # the step's task, which Slurm names in SLURM_TASK_PID: the group job's Snakemake
+    task = subprocess.Popen(["sleep", "300"])
+    step["SLURM_TASK_PID"] = str(task.pid)
+    failed = launch(step, workdir, "3")
+    after = launch(step, workdir, "0")
+    # a failing run fails only itself: the next run of the step forks from the same server
+    assert failed.returncode == 3 and after.returncode == 0
+    assert lines(after.stdout)["preloaded"] == "True" and lines(after.stdout)["marked"] == "1"
+    assert len(list(tmp_path.glob("workflow-preload-*.sock"))) == 1
+    # another step of the allocation, or another allocation, never reaches this step's server
+    launch({**step, "SLURM_STEP_ID": "1"}, workdir)
+    launch({**step, "SLURM_JOB_ID": "78"}, workdir)
+    assert len(list(tmp_path.glob("workflow-preload-*.sock"))) == 3
+    # the batch script has no step to bound a server's life; a Slurm job that is no group job's
+    # runs as it always did, even with WORKFLOW_PRELOAD=1; WORKFLOW_PRELOAD=0 turns it off
+    batch = {k: v for k, v in step.items() if k != "SLURM_STEP_ID"}
+    no_group = {**{k: v for k, v in step.items() if k != "WORKFLOW_PRELOAD_GROUP_JOB"}, "WORKFLOW_PRELOAD": "1"}
+    for plain in (batch, no_group, {**step, "WORKFLOW_PRELOAD": "0"}):
+        out = lines(launch(plain, workdir).stdout)
+        assert out["preloaded"] == "False" and out["marked"] == "None"
+    # the servers leave with the step's task, long before their idle timeout
+    task.kill()
+    task.wait()
+    deadline = time.monotonic() + 20
+    while list(tmp_path.glob("workflow-preload-*.sock")) and time.monotonic() < deadline:
+        time.sleep(0.2)
     assert not list(tmp_path.glob("workflow-preload-*.sock"))

@@ -11,9 +11,10 @@ workflow profile's, so per-rule values there would wipe out the site's partition
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import PipelineError
+from ..finetune.memory import MAX_RUNS_PER_GPU
 from ..typed import help_field as _help
 
 # Rules whose jobs take their size from `resources:` (models may override the GPU ones).
@@ -49,11 +50,27 @@ class JobResources:
         "Memory of each of the job's GPUs in GB: pretraining and distillation with micro_batch_size: auto fill it.",
         default=80,
     )
+    runs_per_gpu: int | Literal["auto"] = _help(
+        "finetune: runs sharing one GPU, side by side in one group job (Slurm: one allocation); auto: "
+        "as many as the fine-tuning memory estimate fits into gpu_mem_gb at the run's batch size and "
+        f"length, at most {MAX_RUNS_PER_GPU}. With gpu: 0, a number caps the runs one group job holds at "
+        "once and auto leaves that to the job's cores.",
+        default="auto",
+    )
 
     def validate(self, where: str) -> None:
         for name in ("threads", "mem_mb", "runtime", "nodes", "gpu_mem_gb"):
             if getattr(self, name) < 1:
                 raise PipelineError(f"{where}.{name}: must be at least 1, got {getattr(self, name)}")
+        if self.runs_per_gpu != "auto" and not 1 <= self.runs_per_gpu <= MAX_RUNS_PER_GPU:
+            raise PipelineError(
+                f"{where}.runs_per_gpu: must be auto or 1 to {MAX_RUNS_PER_GPU}, got {self.runs_per_gpu}"
+            )
+        if self.runs_per_gpu not in ("auto", 1) and self.gpu > 1:
+            raise PipelineError(
+                f"{where}.runs_per_gpu: a run on {self.gpu} GPUs has its allocation to itself; "
+                "set runs_per_gpu to 1 or auto, or gpu to 1"
+            )
         if self.gpu < 0:
             raise PipelineError(f"{where}.gpu: must be 0 or more, got {self.gpu}")
         if self.nodes > 1 and (self.gpu < self.nodes or self.gpu % self.nodes):
@@ -67,6 +84,10 @@ def check_rules(where: str, resources: dict[str, JobResources]) -> None:
     for rule in resources:
         if rule not in SIZED_RULES:
             raise PipelineError(f"{where}.{rule}: not a rule with sized jobs (known: {', '.join(SIZED_RULES)})")
+        if rule == "finetune" and resources[rule].nodes > 1:
+            raise PipelineError(f"{where}.finetune.nodes: a fine-tuning run runs on one node; set nodes to 1")
+        if rule != "finetune" and resources[rule].runs_per_gpu != "auto":
+            raise PipelineError(f"{where}.{rule}.runs_per_gpu: only fine-tuning runs share a GPU; delete the key")
 
 
 def snakemake_resources(res: JobResources, multi_node_keys: bool) -> dict[str, Any]:

@@ -186,6 +186,9 @@ def record(
         "workflow": workflow_commit(),
         "host": platform.node(),
         "accelerator": accelerator(),
+        # the Slurm allocation, and whether the step ran in a fork of the preloaded interpreter
+        "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+        "preloaded": os.environ.get("WORKFLOW_PRELOADED") == "1",
         "numerics": numerics.describe(),
         "started": started or now(),
         "ended": now(),
