@@ -79,13 +79,19 @@ rule corpus_table:
 
 
 # Held-out MLM loss of every distilled student beside its teacher and its "train longer"
-# control (Lewis et al. §7), all evaluated on the same held-out blocks with the same masks.
+# control (Lewis et al. §7), all evaluated on the same held-out blocks with the same masks,
+# then of every other model pretrained here, each on its own corpora's held-out blocks.
 HELDOUT_MODELS = list(
     dict.fromkeys(
-        m
-        for s in DISTILLED
-        for m in (STUDY.models[s].teacher, s)
-        if STUDY.models[m].kind != "external"
+        [
+            *(
+                m
+                for s in DISTILLED
+                for m in (STUDY.models[s].teacher, s)
+                if STUDY.models[m].kind != "external"
+            ),
+            *(m for m in PRETRAINED if STUDY.models[m].pretrain.objective == "mlm"),
+        ]
     )
 )
 HELDOUT_TABLES = ["results/tables/heldout_mlm.csv", "results/tables/heldout_mlm.md"]

@@ -28,6 +28,11 @@ def _study(workdir: Path) -> dict:
     return yaml.safe_load((workdir / "config.yaml").read_text())
 
 
+def _task_seeds(cfg: dict) -> dict[str, int]:
+    """Seeds per task: its own list, else the study's."""
+    return {task: len(entry.get("seeds") or cfg["seeds"]) for task, entry in cfg["tasks"].items()}
+
+
 def test_tables_cover_every_model_and_task(demo_run):
     cfg = _study(demo_run)
     tables = demo_run / "results" / "tables"
@@ -47,7 +52,7 @@ def test_every_run_has_dev_and_test_scores(demo_run):
     runs = sorted((demo_run / "results" / "finetune").glob("*/*/fold~*/seed~*/metrics.json"))
     cfg = _study(demo_run)
     evaluated = [m for m, e in cfg["models"].items() if e.get("evaluate", True)]
-    assert len(runs) == len(evaluated) * len(cfg["tasks"]) * len(cfg["seeds"])
+    assert len(runs) == len(evaluated) * sum(_task_seeds(cfg).values())
     for path in runs:
         metrics = json.loads(path.read_text())
         trained = cfg["models"][metrics["model"]]["kind"] != "baseline"
@@ -176,7 +181,7 @@ def test_adding_a_model_and_a_task_to_the_finished_study_runs_only_their_jobs(de
 
     cfg, jobs = _planned_after(demo_run, change)
     models = len([m for m, e in cfg["models"].items() if e.get("evaluate", True)])
-    tasks, seeds = len(cfg["tasks"]), len(cfg["seeds"])
+    tasks, seeds = len(cfg["tasks"]), _task_seeds(cfg)
     new_pairs = models * tasks - (models - 1) * (tasks - 1)
     new_jobs = {
         "download_task_file": len(cfg["tasks"]["demo-ner"]["source"]["files"]),
@@ -185,9 +190,10 @@ def test_adding_a_model_and_a_task_to_the_finished_study_runs_only_their_jobs(de
         "model_settings": 1,
         "distill": 1,
         "finetune_settings": new_pairs - 1,
-        "finetune": (new_pairs - 1) * seeds,
+        # the new student on every task, every other trained model on the new task
+        "finetune": sum(seeds.values()) + (models - 2) * seeds["demo-ner-2"],
         "baseline_settings": 1,  # the new task's no-training baseline
-        "baseline": seeds,
+        "baseline": seeds["demo-ner-2"],
         # a new NER task's entity words enter every vocabulary's fragmentation figures
         "vocab_diagnostics": len(cfg["vocabularies"]),
     }
@@ -255,7 +261,8 @@ def test_every_pretrained_model_beats_the_no_pretraining_control_beyond_noise(de
     # the train-longer student is a control of distillation, not a pretrained model of the study
     cfg = _study(demo_run)
     (control,) = _kinds(cfg, "control")
-    models = [m for m in _kinds(cfg, "pretrain", "distill") if m not in _train_longer_controls(demo_run)]
+    models = [a for a, b in cfg["aggregation"]["compare"] if b == control]
+    assert set(models) <= set(_kinds(cfg, "pretrain", "distill")) - _train_longer_controls(demo_run)
     assert len(models) == 3
     for model in models:
         _beyond_noise(demo_run, model, control)
