@@ -40,7 +40,13 @@ def test_marks_are_derived_from_the_graph(study):
     marks = restricted(study)
     assert marks.corpora == {"mimic"}
     assert marks.vocabularies == {"clin-voc"}
-    assert marks.models == {"demo-roberta-m3", "clin-voc-pm", "m3-student"}
+    assert marks.models == {
+        "demo-roberta-m3",
+        "demo-roberta-m3-docs",
+        "demo-modernbert-m3",
+        "clin-voc-pm",
+        "m3-student",
+    }
     credentialed = {"demo-nli"}
     assert marks.tasks == credentialed
     assert step_settings.corpus_settings(study, "mimic")["corpus"]["restricted"] is True
