@@ -145,23 +145,24 @@ MATRIX: list[tuple[str, Callable[[dict], None], dict[str, int]]] = [
     (
         "a decay branch's decay (decay_shape)",
         _set("models.tiny-decay.pretrain.decay_shape", "cosine"),
-        {"model_settings": 1, "pretrain": 1, "finetune": 2, **TABLES},
+        {"model_settings": 1, "pretrain": 1, "finetune": 2, "heldout_table": 1, **TABLES},
     ),
     (
         "changing a model's packing reruns only the packing and what trains on it",
         _set("models.tiny.pretrain.packing", "documents"),
         {
-            "model_settings": 1,
+            # the model and its decay branch, which inherits its packing
+            "model_settings": 2,
             "pack": 1,
             "pack_index": 1,
-            "pretrain": 1,
+            "pretrain": 2,
             "distill": 1,
             "heldout_table": 1,
             "finetune": 2 * MODELS,
             **TABLES,
         },
     ),
-    ("adding a model", _add_model, {"model_settings": 1, "pretrain": 1, **_runs(2), **REPORT}),
+    ("adding a model", _add_model, {"model_settings": 1, "pretrain": 1, "heldout_table": 1, **_runs(2), **REPORT}),
     ("adding a no-pretraining control", _add_control, {"model_settings": 1, "control": 1, **_runs(2), **REPORT}),
     ("adding the no-training baseline", _add_baseline, {"baseline_settings": 2, "baseline": 2, **REPORT}),
     (

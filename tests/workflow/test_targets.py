@@ -24,6 +24,7 @@ def planned_outputs(output: str, rule: str) -> set[str]:
     """First output file of every job of `rule` in `snakemake -n` output."""
     found, current = set(), None
     for line in output.splitlines():
+        line = line.strip()  # the runs of a group job are listed indented under it
         if line.startswith("rule ") or line.startswith("localrule "):
             current = line.split()[1].rstrip(":")
         elif current == rule and line.strip().startswith("output:"):
