@@ -340,9 +340,10 @@ def test_code_ranking_metrics_read_the_probabilities(tmp_path, bert):
     assert list(by_metric) == list(CODING_METRICS) and metrics["test"]["score"] > CHANCE["doc_classification"]
     rows = [json.loads(line) for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()]
     labels = TASKS["doc_classification"][2]
-    # from the predicted label sets alone (scores 0 or 1) the area would differ
+    # from the predicted label sets alone (scores 0 or 1) the area would differ, unless those sets are all right
     hard = compute("code_micro_auc", [r["gold"] for r in rows], [r["pred"] for r in rows], labels=labels)
-    assert 0.5 < by_metric["code_micro_auc"]["score"] <= 1 and by_metric["code_micro_auc"]["score"] != hard["score"]
+    auc = by_metric["code_micro_auc"]["score"]
+    assert 0.5 < auc <= 1 and (auc != hard["score"] or hard["score"] == 1.0)
 
 
 @pytest.mark.parametrize("task_type", list(TASKS))
