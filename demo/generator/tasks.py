@@ -270,6 +270,25 @@ HOC_NEUTRAL = [
 ]
 
 
+def _hoc_lines(rng, sentences, split: str, doc: int, held_out_terms: bool) -> list[str]:
+    """One HoC line per (template, hallmark) sentence of abstract ``doc``; ``held_out_terms``: a
+    hallmark's process comes from the split's own share of the lexicon, else from all of it."""
+    lines = []
+    for s_no, (template, hallmark) in enumerate(sentences):
+        terms = lx.HALLMARK_TERMS[hallmark] if hallmark else None
+        text = template.format(
+            t=rng.choice(_words(terms, split) if held_out_terms else terms) if hallmark else "",
+            g=rng.choice(_words(lx.GENES, split)),
+            c=rng.choice(_words(lx.CHEMICALS, split)),
+            d=rng.choice(_words(lx.DISEASES, split)),
+            n=rng.randint(10, 500),
+        )
+        text = text[0].upper() + text[1:]
+        flags = ",".join(f"{k}_{int(HALLMARKS[k] == hallmark)}" for k in range(len(HALLMARKS)))
+        lines.append(f"{flags}\t{text}\t{doc}_s{s_no}")
+    return lines
+
+
 def demo_hoc() -> dict[str, bytes]:
     rng = _rng("hoc")
     files = {}
@@ -284,17 +303,7 @@ def demo_hoc() -> dict[str, bytes]:
             if len(hallmarks) == 1:
                 sentences.append((rng.choice(HOC_NEUTRAL), None))
             rng.shuffle(sentences)
-            for s_no, (template, hallmark) in enumerate(sentences):
-                text = template.format(
-                    t=rng.choice(_words(lx.HALLMARK_TERMS[hallmark], split)) if hallmark else "",
-                    g=rng.choice(_words(lx.GENES, split)),
-                    c=rng.choice(_words(lx.CHEMICALS, split)),
-                    d=rng.choice(_words(lx.DISEASES, split)),
-                    n=rng.randint(10, 500),
-                )
-                text = text[0].upper() + text[1:]
-                flags = ",".join(f"{k}_{int(HALLMARKS[k] == hallmark)}" for k in range(len(HALLMARKS)))
-                lines.append(f"{flags}\t{text}\t{doc}_s{s_no}")
+            lines += _hoc_lines(rng, sentences, split, doc, held_out_terms=True)
         files[f"{split}.tsv"] = ("\n".join(lines) + "\n").encode()
     return files
 
@@ -323,17 +332,7 @@ def demo_hoc_long() -> dict[str, bytes]:
             sentences = [(rng.choice(HOC_FRAMES), h) for h in hallmarks]
             sentences += [(rng.choice(HOC_LONG_NEUTRAL), None) for _ in range(rng.randint(3, 5))]
             rng.shuffle(sentences)
-            for s_no, (template, hallmark) in enumerate(sentences):
-                text = template.format(
-                    t=rng.choice(lx.HALLMARK_TERMS[hallmark]) if hallmark else "",
-                    g=rng.choice(_words(lx.GENES, split)),
-                    c=rng.choice(_words(lx.CHEMICALS, split)),
-                    d=rng.choice(_words(lx.DISEASES, split)),
-                    n=rng.randint(10, 500),
-                )
-                text = text[0].upper() + text[1:]
-                flags = ",".join(f"{k}_{int(HALLMARKS[k] == hallmark)}" for k in range(len(HALLMARKS)))
-                lines.append(f"{flags}\t{text}\t{doc}_s{s_no}")
+            lines += _hoc_lines(rng, sentences, split, doc, held_out_terms=False)
         files[f"{split}.tsv"] = ("\n".join(lines) + "\n").encode()
     return files
 
