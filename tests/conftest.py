@@ -1,8 +1,25 @@
-"""Shared test setup: never reach a model hub, and keep torch to one thread per test."""
+"""Shared test setup: never reach a model hub, keep torch to one thread per test, and run every
+test on the same CPU kernels whatever the machine.
+
+Many tests train tiny models for a few hundred steps, and which label a toy task learns can turn
+on the last bit of a matrix multiply. Unpinned, torch picks its kernels by the processor (AVX2 or
+AVX-512 loops, MKL and oneDNN paths of their own), so a score that clears its bar on one machine
+can miss it on another. The workflow's own AVX2 pins, set here before torch is imported, make
+every x86-64 machine with AVX2 compute the same bits, so a test passes or fails everywhere alike.
+A variable already set (to test another kernel path) is left as it is.
+"""
 
 import os
+import sys
+
+from workflow_scripts.numerics import CPU_PINS, describe
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+if "avx2" in describe()["cpu"]["isa"]:
+    assert "torch" not in sys.modules, "torch was imported before the numerics pins were set"
+    for name, value in CPU_PINS["avx2"].items():
+        os.environ.setdefault(name, value)

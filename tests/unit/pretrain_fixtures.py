@@ -14,13 +14,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 import yaml
-from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import BertConfig, BertForMaskedLM, PreTrainedTokenizerFast
 
 from workflow_scripts.pack import pack as pack_cli
 from workflow_scripts.pack.index import build_index
 from workflow_scripts.pack.keys import packed_subdir
 from workflow_scripts.pretrain import pretrain as pretrain_cli
+from workflow_scripts.vocab import bpe_wordpiece, spm
+from workflow_scripts.vocab.settings import VocabSettings
 
 DRUGS = ["metformin", "insulin", "aspirin", "warfarin", "cisplatin", "tamoxifen", "heparin", "lisinopril"]
 DISEASES = ["hypertension", "asthma", "diabetes", "sepsis", "pneumonia", "melanoma", "cirrhosis", "epilepsy"]
@@ -72,13 +74,16 @@ def _save(tok: Tokenizer, directory: Path, **special) -> Path:
     return directory
 
 
+def wordpiece(texts: list[str], vocab_size: int) -> Tokenizer:
+    """An uncased BERT WordPiece learnt by the workflow's own trainer. ``tokenizers``' trainer
+    alone breaks ties in hash-map order, so each test process would learn other ids and train
+    other weights; the workflow fixes its alphabet first and learns the same vocabulary always."""
+    settings = VocabSettings(algorithm="wordpiece", size=vocab_size, min_frequency=0)
+    return bpe_wordpiece.train_wordpiece(settings, lambda: texts)
+
+
 def make_wordpiece(directory: Path, texts: list[str], vocab_size: int = 200) -> Path:
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tok.decoder = decoders.WordPiece()
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    tok.train_from_iterator(texts, trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=specials))
+    tok = wordpiece(texts, vocab_size)
     tok.post_processor = processors.BertProcessing(
         ("[SEP]", tok.token_to_id("[SEP]")), ("[CLS]", tok.token_to_id("[CLS]"))
     )
@@ -114,14 +119,10 @@ def make_bpe(directory: Path, texts: list[str], vocab_size: int = 300) -> Path:
     )
 
 
-def make_sentencepiece(directory: Path, texts: list[str], vocab_size: int = 200) -> Path:
-    tok = Tokenizer(models.Unigram())
-    tok.pre_tokenizer = pre_tokenizers.Metaspace()
-    tok.decoder = decoders.Metaspace()
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    tok.train_from_iterator(
-        texts, trainers.UnigramTrainer(vocab_size=vocab_size, special_tokens=specials, unk_token="[UNK]")
-    )
+def make_sentencepiece(directory: Path, texts: list[str], vocab_size: int = 100) -> Path:
+    # SentencePiece itself, seeded, as the workflow learns one: the same pieces in every process
+    settings = VocabSettings(algorithm="sentencepiece_unigram", size=vocab_size, lowercase=False)
+    tok = spm.to_tokenizer(spm.train_model(settings, texts, "test corpus"), settings)
     return _save(
         tok, directory, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]"
     )

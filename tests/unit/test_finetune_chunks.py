@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_finetune_run import FILLER, make_bert, make_roberta, run_cli, write_task
+from test_finetune_run import CHEMS, FILLER, make_bert, make_roberta, run_cli, write_task
 
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.finetune import chunks
@@ -141,38 +141,47 @@ def test_a_length_beyond_the_context_is_refused_without_chunking():
 # --- runs ----------------------------------------------------------------------------------
 
 
-def long_doc(rng: random.Random, i: int) -> dict:
-    """A document whose labels are told only past its first 128 tokens."""
-    text = [rng.choice(FILLER) for _ in range(rng.randint(140, 180))]
-    labels = []
-    for cue, label in (("sepsis", "infection"), ("melanoma", "cancer")):
-        if rng.random() < 0.5:
-            text.insert(rng.randint(130, len(text)), cue)
-            labels.append(label)
-    return {"id": f"d{i}", "text": " ".join(text), "labels": sorted(labels)}
+CUES = {"yes": "does", "no": "unrelated", "maybe": "possibly"}
+
+
+def long_question(rng: random.Random, i: int) -> dict:
+    """A question whose answer is told only by the first context word past a 128-token input:
+    [CLS] + three question words + two [SEP] leave the context 122 tokens of it."""
+    answer = rng.choice(list(CUES))
+    context = [rng.choice(FILLER) for _ in range(122)] + [CUES[answer]]
+    context += [rng.choice(FILLER) for _ in range(rng.randint(0, 20))]
+    question = f"{rng.choice(CHEMS)} reduce risk"
+    return {"id": f"q{i}", "question": question, "context": " ".join(context), "label": answer}
 
 
 def write_long_task(root: Path) -> Path:
     rng = random.Random(3)
-    task_dir = root / "long-docs"
+    task_dir = root / "long-questions"
     task_dir.mkdir()
     for split, n in (("train", 64), ("dev", 32), ("test", 32)):
-        (task_dir / f"{split}.jsonl").write_text("".join(json.dumps(long_doc(rng, k)) + "\n" for k in range(n)))
+        (task_dir / f"{split}.jsonl").write_text("".join(json.dumps(long_question(rng, k)) + "\n" for k in range(n)))
     return task_dir
 
 
-LONG = {"epochs": 12, "batch_size": 8, "lr": 2e-3}
+# Measured over seeds 1-8: read in chunks 0.906 to 1.0; cut at 128 tokens 0.25 to 0.281, the
+# training set's commoner answers (a constant answer scores 0.25 to 0.469 on the test set). Seed 1:
+# 1.0 and 0.281.
+LONG = {"epochs": 30, "batch_size": 8, "lr": 5e-4, "max_length": 128}
 
 
 def test_a_chunked_run_reads_what_truncation_cuts_off(tmp_path, bert):
     task_dir = write_long_task(tmp_path)
-    cut = run_cli(tmp_path, bert, "doc_classification", task_dir=task_dir, name="cut", finetune=LONG)
+    tok = tokenizer_of(bert)
+    row = json.loads((task_dir / "test.jsonl").read_text().splitlines()[0])
+    cut_ids = tok(row["question"], row["context"], truncation="only_second", max_length=128)["input_ids"]
+    assert tok.convert_tokens_to_ids(CUES[row["label"]]) not in cut_ids  # the answer is past the cut
+    cut = run_cli(tmp_path, bert, "qa", task_dir=task_dir, name="cut", finetune=LONG)
     read = {**LONG, "max_length": 512, "chunking": True, "chunk_pooling": "max"}
-    whole = run_cli(tmp_path, bert, "doc_classification", task_dir=task_dir, name="chunks", finetune=read)
+    whole = run_cli(tmp_path, bert, "qa", task_dir=task_dir, name="chunks", finetune=read)
     assert cut["encoding"]["examples_truncated_to_max_length"] == 128
     assert whole["encoding"]["examples_read_in_chunks"] == 128 and whole["features"]["test"] == 64
     assert whole["encoding"]["chunking"] == {"chunk_length": 128, "stride": 0, "pooling": "max", "max_chunks": None}
-    assert whole["test"]["score"] > 0.75 and cut["test"]["score"] < 0.6
+    assert whole["test"]["score"] > 0.85 and cut["test"]["score"] < 0.5
     predictions = (tmp_path / "chunks" / "predictions.jsonl").read_text().splitlines()
     assert len(predictions) == 32
 

@@ -50,24 +50,40 @@ def test_cpu_runs_record_fp32_and_keep_their_numerics(tmp_path, bert):
     assert auto["history"] == fp32["history"] and auto["test"] == fp32["test"]
 
 
-@pytest.mark.parametrize("task_type", ["nli", "qa", "doc_classification"])
+SEEDS = (1, 2, 3, 4, 5, 6)
+# pair tasks reach their ceiling in most seeds at 20 epochs; at 8 a seed's score is a coin toss
+CONVERGED = {"nli": {"epochs": 20}, "qa": {"epochs": 20}, "doc_classification": {}}
+
+
+@pytest.mark.parametrize("task_type", list(CONVERGED))
 def test_bf16_autocast_scores_within_the_seed_spread_of_fp32(tmp_path, bert, monkeypatch, task_type):
-    """Measured (test scores, seeds 1, 2, 3; one process): nli fp32 1.0, 0.531, 0.75 and bf16
-    the same; qa 1.0, 1.0, 0.75 both; doc_classification 0.857, 1.0, 0.660 both. The first
-    logged losses agree to about 1e-4; later ones drift apart by up to 8% as the runs diverge.
-    The check: bf16's mean test score lies within fp32's range over the seeds (widened by
-    0.02 where the seeds agree), and the first logged loss within 1% of fp32's."""
+    """Measured (test scores, seeds 1-6, AVX2 kernels): nli 1.0 in every seed, both precisions;
+    qa 1.0 in every seed, both; doc_classification fp32 0.704, 0.959, 1.0, 0.704, 0.968, 1.0 and
+    bf16 the same but 0.969 for 0.968 (with ATen's plain kernels, 1.0 for 0.968). Seed spread of
+    fp32 there: 0.704 to 1.0.
+    The check: bf16's mean score differs from fp32's, seed for seed, by at most 0.1 on average
+    (one seed in six moving by half the test set is 0.083; a bf16 run that stopped learning falls
+    to chance, 0.25 to 0.65 below), and every first logged loss is within 1% of fp32's."""
     task_dir = write_task(tmp_path, task_type)
     runs = {}
     for precision in ("fp32", "bf16"):
         if precision == "bf16":
             monkeypatch.setattr(optim, "amp_dtype", lambda device, precision: torch.bfloat16)
         runs[precision] = [
-            run_cli(tmp_path, bert, task_type, seed=s, task_dir=task_dir, name=f"{precision}-{s}") for s in (1, 2, 3)
+            run_cli(
+                tmp_path,
+                bert,
+                task_type,
+                seed=s,
+                task_dir=task_dir,
+                name=f"{precision}-{s}",
+                finetune=CONVERGED[task_type],
+            )
+            for s in SEEDS
         ]
     fp32 = [m["test"]["score"] for m in runs["fp32"]]
     bf16 = [m["test"]["score"] for m in runs["bf16"]]
-    low, high = min(fp32) - 0.02, max(fp32) + 0.02
-    assert low <= statistics.mean(bf16) <= high, (fp32, bf16)
+    assert abs(statistics.mean(bf16) - statistics.mean(fp32)) <= 0.1, (fp32, bf16)
+    assert statistics.mean(fp32) > 0.8, fp32  # the comparison is between runs that learn
     for a, b in zip(runs["fp32"], runs["bf16"], strict=True):
         assert b["history"][0]["loss"] == pytest.approx(a["history"][0]["loss"], rel=0.01)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from pretrain_fixtures import wordpiece
 
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.finetune import features as feats
@@ -64,18 +65,13 @@ def toy_sentences() -> list[str]:
 
 
 def make_bert(path: Path) -> Path:
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from tokenizers import processors
     from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
 
-    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    tok.train_from_iterator(toy_sentences(), trainers.WordPieceTrainer(vocab_size=300, special_tokens=specials))
+    tok = wordpiece(toy_sentences(), 300)
     tok.post_processor = processors.BertProcessing(
         ("[SEP]", tok.token_to_id("[SEP]")), ("[CLS]", tok.token_to_id("[CLS]"))
     )
-    tok.decoder = decoders.WordPiece()
     fast = BertTokenizerFast(
         tokenizer_object=tok,
         unk_token="[UNK]",
