@@ -299,7 +299,7 @@ def _electra_run(study, name: str, common: dict) -> Run:
         **common,
         trained_params=de.params + ge.params - hidden * vocab,
         widths=[(layers, hidden, 1.0), (layers, g_hidden, 1.0)],
-        flops=electra.flops_fn(d, g, s.mask_prob),
+        flops=lambda n: electra.flops_fn(d, g)(n, s.mask_prob),
         memory_for=lambda m, n, full: memory.electra_step_bytes(de, ge, m, n, s.mask_prob, GPU),
     )
 

@@ -49,7 +49,7 @@ def test_bert_base_formula_equals_the_counted_flops(seq_len):
     model = _bert()
     masked = round(0.15 * 2 * seq_len)
     counted = counted_per_token(MLMObjective(model), 2, seq_len, masked)
-    assert mlm_flops_fn(model, masked / (2 * seq_len))(seq_len) == pytest.approx(counted, rel=1e-9)
+    assert mlm_flops_fn(model)(seq_len, masked / (2 * seq_len)) == pytest.approx(counted, rel=1e-9)
     # 6 x 84.9M encoder weights, 12 x 12 x 768 x s of attention, 15% of 6 x 24.0M of head
     assert counted == pytest.approx({128: 5.455e8, 512: 5.879e8}[seq_len], rel=1e-3)
 
@@ -63,7 +63,7 @@ def test_electra_formula_equals_the_counted_flops():
         )
     masked = 77
     counted = counted_per_token(ElectraObjective(discriminator, generator, ElectraSettings()), 1, 512, masked)
-    assert electra.flops_fn(discriminator, generator, masked / 512)(512) == pytest.approx(counted, rel=1e-9)
+    assert electra.flops_fn(discriminator, generator)(512, masked / 512) == pytest.approx(counted, rel=1e-9)
 
 
 @pytest.mark.parametrize(
@@ -111,12 +111,12 @@ def test_modernbert_formula_counts_the_geglu_and_the_sliding_window(seq_len):
     # every layer global: the dense kernel the counter sees is what the formula counts
     everywhere = _modernbert_base(every=1)
     counted = counted_per_token(MLMObjective(everywhere), 2, seq_len, masked)
-    assert mlm_flops_fn(everywhere, masked / (2 * seq_len))(seq_len) == pytest.approx(counted, rel=1e-9)
+    assert mlm_flops_fn(everywhere)(seq_len, masked / (2 * seq_len)) == pytest.approx(counted, rel=1e-9)
     # ModernBERT's pattern: 14 of 22 layers attend over 128 keys, while SDPA with a mask computes all s
     alternating = _modernbert_base(every=3)
     counted = counted_per_token(MLMObjective(alternating), 2, seq_len, masked)
     skipped = 12 * 768 * 14 * (seq_len - 128)
-    assert mlm_flops_fn(alternating, masked / (2 * seq_len))(seq_len) == pytest.approx(counted - skipped, rel=1e-9)
+    assert mlm_flops_fn(alternating)(seq_len, masked / (2 * seq_len)) == pytest.approx(counted - skipped, rel=1e-9)
     # 6 x 22 x (Wqkv, Wo: 4 x 768^2; Wi, Wo: 3 x 768 x 1152) encoder weights, 30% of 6 x (768^2 + 768 x 50368) head
     encoder = 22 * (4 * 768**2 + 3 * 768 * 1152)
     assert counted == pytest.approx(6 * encoder + 12 * 768 * 22 * seq_len + 0.3 * 6 * (768**2 + 768 * 50368), rel=1e-3)

@@ -131,6 +131,14 @@ def test_each_phase_masks_at_its_own_rate_with_slots_sized_for_it(base, tmp_path
         fractions = [r["masked_fraction"] for r in rows if r["phase"] == phase]
         # specials (<s>, </s>) are never masked: the rate applies to 30 of 32 positions
         assert sum(fractions) / len(fractions) == pytest.approx(rate * 30 / 32, abs=0.03)
+    # the FLOPs behind MFU count the head on each phase's own share of positions
+    flops = json.loads((out / "provenance.json").read_text())["flops"]["per_phase"]
+    assert [(f["seq_len"], f["mask_prob"]) for f in flops] == [(32, 0.3), (32, 0.15)]
+    assert {r["phase"]: r["flops_per_token"] for r in rows} == {
+        0: flops[0]["flops_per_token"],
+        1: flops[1]["flops_per_token"],
+    }
+    assert flops[0]["flops_per_token"] > flops[1]["flops_per_token"]
     s = parse(PretrainSettings, {**fx.TINY, "max_steps": 10, "phases": phases}, "s")
     _, dirs = read_index(next((out / "packed").rglob("index.json")))
     specials = Specials.of(AutoTokenizer.from_pretrained(base["bpe"]), "t")

@@ -117,7 +117,7 @@ def _recipe(args: argparse.Namespace, s: DistillSettings, student, teacher, mapp
         },
         "model": {"parameters": sum(p.numel() for p in student.parameters()), "config": student.config.to_dict()},
         "micro_batch_size": s.micro_batch_size,
-        "flops": flops_record(job.flops_per_token, [p.seq_len for p in s.phases]),
+        "flops": flops_record(job.flops_per_token, s),
     }
 
 
@@ -128,11 +128,7 @@ def _job(args, s: DistillSettings, student, teacher, tokenizer, objective, init_
     key = training_key(s, data.keys, student, {"teacher": args.teacher, "init": args.init, "student": init_info})
     estimate = distill_estimate(student, teacher, s, d.device) if terms else memory.mlm_estimate(student, s, d.device)
     s = memory.resolve_micro_batch(s, d.world, estimate, args.gpu_mem_gb)
-    flops = (
-        functools.partial(objective.flops_per_token, mask_prob=s.mask_prob)
-        if terms
-        else mlm_flops_fn(student, s.mask_prob)
-    )
+    flops = objective.flops_per_token if terms else mlm_flops_fn(student)
     job = training_job(
         s,
         data,

@@ -181,12 +181,12 @@ class ElectraObjective(nn.Module):
         }
 
 
-def flops_fn(discriminator: nn.Module, generator: nn.Module, mask_prob: float) -> Callable[[int], float]:
+def flops_fn(discriminator: nn.Module, generator: nn.Module) -> Callable[[int, float], float]:
     """FLOPS_FORMULA for both models: the discriminator's head on every token, the generator's on the masked ones."""
     disc_head = nn.ModuleList([discriminator.discriminator_predictions])
     gen_head = nn.ModuleList([generator.generator_predictions, generator.generator_lm_head])
 
-    def f(seq_len: int) -> float:
+    def f(seq_len: int, mask_prob: float) -> float:
         return matmul_flops_per_token(
             discriminator.config, discriminator.electra, disc_head, seq_len, 1.0
         ) + matmul_flops_per_token(generator.config, generator.electra, gen_head, seq_len, mask_prob)

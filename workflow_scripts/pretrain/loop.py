@@ -73,7 +73,7 @@ class Job:
     heldout: PackedCorpus | None
     state_dir: Path
     digest: str
-    flops_per_token: Callable[[int], float]
+    flops_per_token: Callable[[int, float], float]  # at a sequence length and masking rate
     dist: Dist = field(default_factory=Dist)
     evaluator: Callable[[Job], dict[str, Any]] | None = None  # held-out evaluation; default: MLM loss of ``model``
     companions: dict[str, nn.Module] = field(default_factory=dict)  # further models exported into <out>/<key>/
@@ -166,7 +166,7 @@ class _Meter:
             return
         sums = {k: d.sum(float(v)) for k, v in sorted(self.trainer.take_stats().items())}
         tps = self.tokens / (time.perf_counter() - self.t_last)
-        flops = self.job.flops_per_token(batch.seq_len)
+        flops = self.job.flops_per_token(batch.seq_len, s.mask_prob if batch.mask_prob is None else batch.mask_prob)
         row = {
             "step": done,
             "phase": batch.phase,

@@ -159,10 +159,16 @@ def train_flops_per_token(model: nn.Module, seq_len: int, head_fraction: float) 
     return matmul_flops_per_token(model.config, *mlm_parts(model), seq_len, head_fraction)
 
 
-def mlm_flops_fn(model: nn.Module, mask_prob: float) -> Callable[[int], float]:
-    return lambda seq_len: train_flops_per_token(model, seq_len, mask_prob)
+def mlm_flops_fn(model: nn.Module) -> Callable[[int, float], float]:
+    """FLOPs per token at a sequence length and masking rate (a phase's own, where it sets one)."""
+    return lambda seq_len, mask_prob: train_flops_per_token(model, seq_len, mask_prob)
 
 
-def flops_record(flops_per_token: Callable[[int], float], seq_lens: list[int]) -> dict:
-    """What the MFU of a run's train log counts, for its provenance."""
-    return {"formula": FLOPS_FORMULA, "per_token": {str(n): flops_per_token(n) for n in seq_lens}}
+def flops_record(flops_per_token: Callable[[int, float], float], settings) -> dict:
+    """What the MFU of a run's train log counts, for its provenance: per phase, at its length and rate."""
+    phases = zip(settings.phases, settings.phase_mask_probs(), strict=True)
+    per_phase = [
+        {"seq_len": p.seq_len, "mask_prob": rate, "flops_per_token": flops_per_token(p.seq_len, rate)}
+        for p, rate in phases
+    ]
+    return {"formula": FLOPS_FORMULA, "per_phase": per_phase}

@@ -84,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             extra={
                 "model": {"parameters": sum(p.numel() for p in model.parameters()), "config": model.config.to_dict()},
                 "micro_batch_size": job.settings.micro_batch_size,
-                "flops": flops_record(job.flops_per_token, [p.seq_len for p in s.phases]),
+                "flops": flops_record(job.flops_per_token, s),
                 **branched,
             },
             stop_after=args.stop_after,
@@ -132,7 +132,7 @@ def mlm_job(
         objective=MLMObjective(model),
         model=model,
         tokenizer=tokenizer,
-        flops_per_token=mlm_flops_fn(model, s.mask_prob),
+        flops_per_token=mlm_flops_fn(model),
         **branching.job_parts(branch, args.init),
         phase_start=modernbert.rotary_schedule(model, s.phases, f"{args.settings}:model.pretrain"),
     )
@@ -164,7 +164,7 @@ def electra_job(
         objective=electra.ElectraObjective(discriminator, generator, s.electra),
         model=discriminator,
         tokenizer=tokenizer,
-        flops_per_token=electra.flops_fn(discriminator, generator, s.mask_prob),
+        flops_per_token=electra.flops_fn(discriminator, generator),
         evaluator=electra.evaluate,
         companions={electra.GENERATOR_DIR: generator},
         **branching.job_parts(branch, args.init),
