@@ -31,13 +31,14 @@ def task_rows(card_gb: int) -> list[dict]:
         settings = step_settings.finetune_settings(study, model, task)
         ft = settings["finetune"]
         for name, shape in SHAPES.items():
-            parts = memory.estimate(shape, ft["batch_size"], ft["max_length"], gpu_share.run_precision(settings))
+            batch = gpu_share.pass_examples(settings)
+            parts = memory.estimate(shape, batch, ft["max_length"], gpu_share.run_precision(settings))
             rows.append(
                 {
                     "task": task,
                     "model": name,
                     "parameters_m": round(shape.parameters / 1e6, 1),
-                    "batch": ft["batch_size"],
+                    "batch": batch,
                     "length": ft["max_length"],
                     "precision": gpu_share.run_precision(settings),
                     **{f"{k}_gib": v for k, v in parts.items()},

@@ -37,6 +37,18 @@ def test_auto_fills_an_80_gb_card_by_the_memory_estimate(tmp_path):
     assert gpu_share.runs_per_gpu(3, 1, base, settings(32, 128), 80) == 3
 
 
+def test_a_run_in_micro_batches_is_sized_by_its_micro_batch():
+    """mimic-iii-50's 8 summaries of 8,192 tokens on a ModernBERT-base-sized model: estimated at
+    92 GiB read at once, 26 GiB in the study's passes of 2, two of which share an 80 GB card."""
+    modern = memory.Shape(layers=22, hidden=768, intermediate=2 * 1152, vocab=50368, positions=8192)
+    whole = settings(8, 8192, "doc_classification")
+    passes = {**whole, "finetune": {**whole["finetune"], "micro_batch_size": 2}}
+    assert memory.estimate(modern, 8, 8192)["total"] > 80 > memory.estimate(modern, 2, 8192)["total"]
+    assert gpu_share.runs_per_gpu("auto", 1, modern, whole, 80) == 1
+    assert gpu_share.runs_per_gpu("auto", 1, modern, passes, 80) == 2
+    assert gpu_share.pass_examples(passes) == 2 and gpu_share.pass_examples(whole) == 8
+
+
 @pytest.mark.parametrize("runs", range(1, memory.MAX_RUNS_PER_GPU + 1))
 def test_shares_of_a_full_card_add_up_to_one_card(runs):
     assert runs * gpu_share.gpu_share(runs) == gpu_share.GPU_SHARE_UNITS

@@ -50,14 +50,20 @@ def run_precision(settings: dict[str, Any]) -> str:
     return precision
 
 
+def pass_examples(settings: dict[str, Any]) -> int:
+    """Examples one forward and backward pass holds: the micro-batch where one is set."""
+    ft = settings["finetune"]
+    return min(int(ft["batch_size"]), int(ft.get("micro_batch_size") or ft["batch_size"]))
+
+
 def auto_runs_per_gpu(shape: memory.Shape | None, settings: dict[str, Any], card_gb: int) -> int:
     """Runs that fit one card of ``card_gb`` GB by the fine-tuning memory estimate, at the run's
-    batch size and length; 1 where the model's shape is not known yet."""
+    (micro-)batch size and length; 1 where the model's shape is not known yet."""
     if shape is None:
         return 1
     ft = settings["finetune"]
     length = ft.get("max_length") or settings["task"].get("max_length") or shape.positions
-    total = memory.estimate(shape, int(ft["batch_size"]), int(length), run_precision(settings))["total"]
+    total = memory.estimate(shape, pass_examples(settings), int(length), run_precision(settings))["total"]
     return memory.runs_per_gpu(total, card_gb * 1e9 / memory.GIB)
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,39 @@ def train_batches(lengths: list[int], batch_size: int, rng: np.random.Generator,
     if group:
         out = [out[i] for i in rng.permutation(len(out))]
     return out
+
+
+@dataclass(frozen=True)
+class Part:
+    """One micro-batch of a training batch."""
+
+    idx: list[int]  # its units: features, or examples with all their chunks
+    share: float  # its share of the batch's loss terms, which weighs its loss
+    last: bool  # the batch's last: the optimiser steps after it
+
+
+def micro_batches(batches: list[list[int]], micro: int | None, terms: Callable[[int], int]) -> list[Part]:
+    """Each batch cut into micro-batches of at most ``micro`` units (None: the whole batch). A
+    loss is a mean over its terms (``terms(unit)``: a tagged input's labelled tokens, else 1), so
+    the micro-batches' losses weighted by their share of the terms add up to the batch's loss,
+    and their gradients to the batch's gradient."""
+    out = []
+    for idx in batches:
+        size = micro or len(idx)
+        pieces = [idx[i : i + size] for i in range(0, len(idx), size)]
+        counts = [sum(terms(u) for u in piece) for piece in pieces]
+        total = sum(counts) or 1
+        for k, (piece, count) in enumerate(zip(pieces, counts, strict=True)):
+            share = 1.0 if len(pieces) == 1 else count / total
+            out.append(Part(piece, share, k == len(pieces) - 1))
+    return out
+
+
+def loss_terms(features: list[dict[str, Any]], task_type: str) -> Callable[[int], int]:
+    """The terms a unit adds to a batch's mean loss: labelled tokens of a tagged input, else one."""
+    if problem_type(task_type) != "token":
+        return lambda unit: 1
+    return lambda unit: sum(label != IGNORE for label in features[unit]["labels"])
 
 
 def eval_batches(lengths: list[int], batch_size: int) -> list[list[int]]:

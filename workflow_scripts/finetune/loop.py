@@ -17,7 +17,7 @@ import torch
 from .. import optim
 from ..progress import progress
 from . import chunks, heads, stability
-from .batching import ahead, eval_batches, train_batches
+from .batching import ahead, eval_batches, loss_terms, micro_batches, train_batches
 from .settings import FinetuneSettings
 
 log = logging.getLogger(__name__)
@@ -114,15 +114,25 @@ def fit(
 
     best = Fit(state={}, best_step=0, dev={}, steps=0, schedule_steps=schedule.total)
     track = Tracker(best, label, total, cfg.patience)
-    step, seen, running = 0, 0, []
+    terms = loss_terms(train, task_type)
+    step, seen, running, pending = 0, 0, [], []
     start, eval_seconds = time.perf_counter(), 0.0
     model.train()
     while step < total and not track.stop:
-        batches = train_batches(lengths, cfg.batch_size, rng, cfg.group_by_length)
-        for idx, batch in ahead(batches, train, pad_id, task_type, device, units):
-            running.append(train_step(model, batch, update, cfg, task_type, device))
-            step += 1
+        parts = micro_batches(
+            train_batches(lengths, cfg.batch_size, rng, cfg.group_by_length), cfg.micro_batch_size, terms
+        )
+        for (idx, batch), part in zip(
+            ahead([p.idx for p in parts], train, pad_id, task_type, device, units), parts, strict=True
+        ):
+            pending.append(backward(model, batch, part.share, update, cfg, task_type, device))
             seen += len(idx)
+            if not part.last:
+                continue
+            update.step(model.parameters(), cfg.grad_clip)
+            running.append(torch.stack(pending).sum())
+            pending = []
+            step += 1
             track.bar.update(1)
             if step % every == 0 or step == total:
                 tick = time.perf_counter()
@@ -141,13 +151,15 @@ def fit(
     return best
 
 
-def train_step(model, batch, update: optim.Updater, cfg: FinetuneSettings, task_type: str, device) -> torch.Tensor:
-    """One optimiser step, queued without waiting for the device; returns the loss, on the device."""
+def backward(model, batch, share: float, update: optim.Updater, cfg: FinetuneSettings, task_type: str, device):
+    """Forward and backward of one micro-batch, its loss weighted by its ``share`` of the batch's,
+    queued without waiting for the device; returns that weighted loss, on the device."""
     with optim.autocast(device, cfg.precision):
         logits = chunks.pool(heads.forward(model, batch), batch, cfg.chunk_pooling)
         value = heads.loss(logits, batch, task_type)
+    if share != 1.0:
+        value = value * share
     update.backward(value)
-    update.step(model.parameters(), cfg.grad_clip)
     return value.detach()
 
 

@@ -31,6 +31,14 @@ class GridSettings:
 class FinetuneSettings:
     lr: float = field(default=3e-5, metadata={"help": "peak learning rate of AdamW"})
     batch_size: int = field(default=32, metadata={"help": "training examples (or windows) per step"})
+    micro_batch_size: int | None = field(
+        default=None,
+        metadata={
+            "help": "examples (or windows) per forward and backward pass: a batch's micro-batches add their "
+            "gradients, weighted by their share of the batch's loss terms, before one optimiser step "
+            "(the same step in less memory); null = the whole batch at once"
+        },
+    )
     eval_batch_size: int = field(default=64, metadata={"help": "examples per batch when scoring"})
     epochs: int = field(default=3, metadata={"help": "passes over the training data"})
     max_steps: int | None = field(default=None, metadata={"help": "cap on optimiser steps (null = epochs decide)"})
@@ -151,8 +159,9 @@ class FinetuneSettings:
         for key, value in positive.items():
             if value <= 0:
                 raise PipelineError(f"{where}.{key}: must be > 0, got {value}")
-        if self.max_steps is not None and self.max_steps <= 0:
-            raise PipelineError(f"{where}.max_steps: must be > 0 or null, got {self.max_steps}")
+        for key in ("max_steps", "micro_batch_size"):
+            if getattr(self, key) is not None and getattr(self, key) <= 0:
+                raise PipelineError(f"{where}.{key}: must be > 0 or null, got {getattr(self, key)}")
         for key in ("eval_every", "patience", "window_context"):
             if getattr(self, key) < 0:
                 raise PipelineError(f"{where}.{key}: must be >= 0, got {getattr(self, key)}")
