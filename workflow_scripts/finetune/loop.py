@@ -151,6 +151,14 @@ def fit(
     return best
 
 
+def train_step(model, batch, update: optim.Updater, cfg: FinetuneSettings, task_type: str, device) -> torch.Tensor:
+    """One optimiser step on a whole batch, queued without waiting for the device; returns the
+    loss, on the device (what the GPU check and the dispatch benchmark time)."""
+    value = backward(model, batch, 1.0, update, cfg, task_type, device)
+    update.step(model.parameters(), cfg.grad_clip)
+    return value
+
+
 def backward(model, batch, share: float, update: optim.Updater, cfg: FinetuneSettings, task_type: str, device):
     """Forward and backward of one micro-batch, its loss weighted by its ``share`` of the batch's,
     queued without waiting for the device; returns that weighted loss, on the device."""
