@@ -30,7 +30,7 @@ from workflow_scripts.config.study import load_study
 from workflow_scripts.distill import losses
 from workflow_scripts.distill import memory as distill_memory
 from workflow_scripts.pretrain import memory
-from workflow_scripts.pretrain.masking import apply_mask, draw, step_generator
+from workflow_scripts.pretrain.masking import MaskDraws, apply_mask, draw, step_generator
 from workflow_scripts.pretrain.model import FLOPS_FORMULA, MLMObjective, train_flops_per_token
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -145,7 +145,8 @@ def data_path_seconds(seq_len: int, world: int = 16, batch: int = 8192) -> dict:
     out = {}
     for name, rows in (("global_draw", batch), ("rank_local_draw", share)):
         begin = time.perf_counter()
-        draws = draw(step_generator(1, 0, 0), rows, seq_len, 50000).rows(0, share)
+        whole = draw(step_generator(1, 0, 0), rows, seq_len, 50000)
+        draws = MaskDraws(whole.select[:share], whole.action[:share], whole.random_ids[:share])
         apply_mask(ids, flags, draws, mask_prob=0.15, mask_id=4)
         out[name] = time.perf_counter() - begin
     return out
@@ -199,13 +200,21 @@ def step_seconds(run: Run, seq_len: int, on: dict, c: dict) -> tuple[float, int]
     gpu += (tokens * (traffic + kl) + fixed) / (ASSUMED["hbm_tb_per_s"] * 1e12)
     host = c["kernels_per_layer"] * _layers(run) * ASSUMED["host_us_per_kernel"] * 1e-6
     host *= 0 if on["compile"] and on["static"] else ASSUMED["compiled_host_fraction"] if on["compile"] else 1
-    data = c["data_path"][seq_len]["rank_local_draw" if on["data"] else "global_draw"]
+    data = data_seconds(c["data_path"], seq_len, "rank_local_draw" if on["data"] else "global_draw")
     exposed_data = max(0.0, data - gpu * share / micro) if on["data"] else data
     net = ASSUMED["network_gb_per_s"] * 1e9 * (1 if run.nodes > 1 else 6)  # NVLink within a node
     grad_bytes = run.trained_params * (2 if on["ddp"] else 4)
     allreduce = ASSUMED["exposed_allreduce"] * 2 * grad_bytes * (run.gpus - 1) / run.gpus / net if run.gpus > 1 else 0
     optimiser = 16 * run.trained_params * 2 / (ASSUMED["hbm_tb_per_s"] * 1e12)
     return share // micro * max(gpu, host) + exposed_data + allreduce + optimiser, micro
+
+
+def data_seconds(measured: dict, seq_len: int, key: str) -> float:
+    """The measured draw time at ``seq_len``; at a length not measured, 512's scaled by the tokens
+    (drawing and masking are linear in them)."""
+    if seq_len in measured:
+        return measured[seq_len][key]
+    return measured[512][key] * seq_len / 512
 
 
 def _enc(hidden: int) -> memory.Encoder:
@@ -241,7 +250,7 @@ HUB_VOCAB = {
 def _vocab(study, name: str) -> int:
     m = study.models[name]
     if m.kind == "external":
-        return HUB_VOCAB[m.checkpoint]
+        return HUB_VOCAB[getattr(m.checkpoint, "hub", m.checkpoint)]
     return study.vocabularies[m.vocab].train.size if m.vocab else _vocab(study, m.init)
 
 
