@@ -150,23 +150,54 @@ def job_resources(rule_name):
     return resources
 
 
+@functools.cache
+def finetune_plan(model, task):
+    """Runs per card and time limit of a fine-tuning run: once per model and task, from the
+    model's config.json and the task's recorded size (workflow_scripts/config/gpu_share.py)."""
+    size = STUDY.job_resources("finetune")
+    spec = STUDY.resolved_tasks[task].spec
+    shape = gpu_share.model_shape(model_dir(model))
+    run = gpu_share.plan_run(size, shape, finetune_settings(model, task), spec)
+    if size.runtime != "auto" and run.estimate and run.estimate > size.runtime:
+        _flag_runtime(model, task, run.estimate, size.runtime)
+    return run
+
+
+RUNTIME_FLAGGED = set()
+
+
+def _flag_runtime(model, task, estimate, runtime):
+    """Once per task: a fixed time limit shorter than a run's estimated one."""
+    if task not in RUNTIME_FLAGGED:
+        RUNTIME_FLAGGED.add(task)
+        print(
+            f"warning: resources.finetune.runtime: {runtime} min, but {model} on {task} is"
+            f" estimated to need {estimate} min (twice the estimate); set runtime: auto or raise it",
+            file=sys.stderr,
+        )
+
+
 def finetune_resources():
     """A fine-tuning run's resources: the config's, with `gpu` a string that a group job's runs
-    share and the run's `gpu_share` of a card (workflow_scripts/config/gpu_share.py). `nodes`
-    and `gpu_mem_gb` are left out: Snakemake would sum them over a group's runs."""
+    share, the run's `gpu_share` of a card and its time limit (finetune_plan). `nodes` and
+    `gpu_mem_gb` are left out: Snakemake would sum them over a group's runs."""
     size = STUDY.job_resources("finetune")
 
     def share(wildcards):
-        shape = gpu_share.model_shape(model_dir(wildcards.model))
-        settings = finetune_settings(wildcards.model, wildcards.task)
-        runs = gpu_share.runs_per_gpu(
-            size.runs_per_gpu, size.gpu, shape, settings, size.gpu_mem_gb
-        )
-        return gpu_share.gpu_share(runs)
+        plan = finetune_plan(wildcards.model, wildcards.task)
+        return gpu_share.gpu_share(plan.runs_per_gpu)
+
+    def runtime(wildcards, attempt):
+        return finetune_plan(wildcards.model, wildcards.task).runtime * attempt
 
     resources = job_resources("finetune")
     del resources["nodes"], resources["gpu_mem_gb"]
-    return {**resources, "gpu": gpu_share.group_gpus(size.gpu), "gpu_share": share}
+    return {
+        **resources,
+        "gpu": gpu_share.group_gpus(size.gpu),
+        "gpu_share": share,
+        "runtime": runtime,
+    }
 
 
 def group_step_runs(wildcards):

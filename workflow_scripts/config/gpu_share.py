@@ -16,12 +16,20 @@ share as it is, so the allocation asks for the runs' card once.
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..finetune import memory
+from ..finetune import memory, runtime
+from ..tasks.spec import TaskSize, TaskSpec
 
 GPU_SHARE_UNITS = 840
+CUDA_PAD = 8  # on CUDA a batch's length pads up to a multiple of 8 (finetune/batching.py)
+# a vocabulary may split the words into up to a quarter more pieces than bert-base-uncased's, in
+# which the registry's sizes are counted
+LENGTH_MARGIN = 1.25
+FALLBACK_RUNTIME = 240  # minutes of a run whose task size is unknown (runtime: auto)
 
 
 def model_shape(model_dir: str) -> memory.Shape | None:
@@ -51,23 +59,59 @@ def run_precision(settings: dict[str, Any]) -> str:
 
 
 def pass_examples(settings: dict[str, Any]) -> int:
-    """Examples one forward and backward pass holds: the micro-batch where one is set."""
+    """Examples one forward and backward pass holds: the micro-batch where one is set, of the
+    largest batch size the run's grid trains."""
     ft = settings["finetune"]
-    return min(int(ft["batch_size"]), int(ft.get("micro_batch_size") or ft["batch_size"]))
+    batch = max((ft.get("grid") or {}).get("batch_size") or [ft["batch_size"]])
+    return min(int(batch), int(ft.get("micro_batch_size") or batch))
 
 
-def auto_runs_per_gpu(shape: memory.Shape | None, settings: dict[str, Any], card_gb: int) -> int:
+@dataclass(frozen=True)
+class RunLengths:
+    """Sub-tokens per example of one run: of its longest batch (memory), on average (time), and
+    the length attention spans (a chunk's where inputs are read in chunks)."""
+
+    longest: int
+    mean: int
+    attention: int
+
+
+def run_lengths(settings: dict[str, Any], size: TaskSize | None, context: int) -> RunLengths:
+    """A run's lengths from the task's recorded size: its longest and mean example with
+    ``LENGTH_MARGIN``, padded up to a multiple of ``CUDA_PAD`` (of the chunk length for chunked
+    inputs), at most what the run reads of an example; that most where the size is unknown."""
+    ft = settings["finetune"]
+    length = int(ft.get("max_length") or settings["task"].get("max_length") or context)
+    if ft.get("chunking"):
+        unit = int(ft.get("chunk_length") or context)
+        cap = min(length, unit * ft["max_chunks"]) if ft.get("max_chunks") else length
+    else:
+        unit, cap = CUDA_PAD, min(length, context)
+
+    def padded(tokens: float | None) -> int:
+        return cap if tokens is None else min(cap, unit * math.ceil(tokens * LENGTH_MARGIN / unit))
+
+    size = size or TaskSize()
+    longest = padded(size.max_tokens)
+    return RunLengths(longest, padded(size.mean_tokens), min(longest, unit) if ft.get("chunking") else longest)
+
+
+def auto_runs_per_gpu(
+    shape: memory.Shape | None, settings: dict[str, Any], card_gb: int, size: TaskSize | None = None
+) -> int:
     """Runs that fit one card of ``card_gb`` GB by the fine-tuning memory estimate, at the run's
-    (micro-)batch size and length; 1 where the model's shape is not known yet."""
+    (micro-)batch size and the length of its longest batch; 1 where the model's shape is not
+    known yet."""
     if shape is None:
         return 1
-    ft = settings["finetune"]
-    length = ft.get("max_length") or settings["task"].get("max_length") or shape.positions
-    total = memory.estimate(shape, pass_examples(settings), int(length), run_precision(settings))["total"]
+    longest = run_lengths(settings, size, shape.positions).longest
+    total = memory.estimate(shape, pass_examples(settings), longest, run_precision(settings))["total"]
     return memory.runs_per_gpu(total, card_gb * 1e9 / memory.GIB)
 
 
-def runs_per_gpu(setting: int | str, gpus: int, shape: memory.Shape | None, settings: dict, card_gb: int) -> int:
+def runs_per_gpu(
+    setting: int | str, gpus: int, shape: memory.Shape | None, settings: dict, card_gb: int, size: TaskSize | None = None
+) -> int:
     """``resources.finetune.runs_per_gpu`` resolved for one run. ``auto`` on the CPU (gpu: 0)
     is 0: CPU runs share an allocation by its cores alone, as Snakemake schedules threads."""
     if setting != "auto":
@@ -76,7 +120,44 @@ def runs_per_gpu(setting: int | str, gpus: int, shape: memory.Shape | None, sett
         return 0
     if gpus > 1:
         return 1  # a run on several GPUs (torchrun) has its allocation to itself
-    return auto_runs_per_gpu(shape, settings, card_gb)
+    return auto_runs_per_gpu(shape, settings, card_gb, size)
+
+
+def task_examples(spec: TaskSpec) -> dict[str, int] | None:
+    """Train, dev and test examples of one run's data (per fold), from the task's size, else its
+    expected counts; None where train or dev is unknown."""
+    size, counts = spec.size or TaskSize(), spec.expected_counts
+    train, dev = size.train or counts.get("train"), size.dev or counts.get("dev")
+    return {"train": train, "dev": dev, "test": counts.get("test")} if train and dev else None
+
+
+def estimated_minutes(shape: memory.Shape | None, settings: dict[str, Any], spec: TaskSpec, runs: int) -> int | None:
+    """The time limit (minutes) ``runtime: auto`` gives a run on one GPU beside ``runs - 1``
+    others (finetune/runtime.py); a model not there yet is taken as BERT-large. None where the
+    task's size is unknown."""
+    examples = task_examples(spec)
+    if examples is None:
+        return None
+    shape = shape or memory.BERT_LARGE
+    lengths = run_lengths(settings, spec.size, shape.positions)
+    seconds = runtime.run_seconds(shape, settings["finetune"], examples, lengths.mean, lengths.attention, max(runs, 1))
+    return runtime.limit_minutes(seconds)
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    runs_per_gpu: int
+    runtime: int  # minutes of the first attempt
+    estimate: int | None  # minutes runtime: auto would give; None where the task's size is unknown
+
+
+def plan_run(res: Any, shape: memory.Shape | None, settings: dict[str, Any], spec: TaskSpec) -> RunPlan:
+    """Runs per card and time limit of one fine-tuning run (``res``: the rule's JobResources)."""
+    runs = runs_per_gpu(res.runs_per_gpu, res.gpu, shape, settings, res.gpu_mem_gb, spec.size)
+    estimate = estimated_minutes(shape, settings, spec, runs) if res.gpu else None
+    if res.runtime != "auto":
+        return RunPlan(runs, res.runtime, estimate)
+    return RunPlan(runs, FALLBACK_RUNTIME if estimate is None else estimate, estimate)
 
 
 def gpu_share(runs: int) -> int:

@@ -36,7 +36,12 @@ MODEL_RULES = ("pretrain", "distill")
 class JobResources:
     threads: int = _help("CPU threads of one job (capped by --cores on one machine).", default=1)
     mem_mb: int = _help("Memory of one job in MB.", default=4000)
-    runtime: int = _help("Time limit in minutes of the first attempt; retry n gets n times as long.", default=60)
+    runtime: int | Literal["auto"] = _help(
+        "Time limit in minutes of the first attempt; retry n gets n times as long. finetune on a GPU may "
+        "be auto: estimated per model and task from the task's examples, epochs and lengths and the "
+        "model's size (twice the estimate; 240 where the task's size is unknown).",
+        default=60,
+    )
     gpu: int = _help(
         "GPUs of the whole job (sbatch --gpus): 0 runs python on the CPU, 1 python on one GPU, "
         "more than 1 torchrun with one process per GPU.",
@@ -60,7 +65,7 @@ class JobResources:
 
     def validate(self, where: str) -> None:
         for name in ("threads", "mem_mb", "runtime", "nodes", "gpu_mem_gb"):
-            if getattr(self, name) < 1:
+            if getattr(self, name) != "auto" and getattr(self, name) < 1:
                 raise PipelineError(f"{where}.{name}: must be at least 1, got {getattr(self, name)}")
         if self.runs_per_gpu != "auto" and not 1 <= self.runs_per_gpu <= MAX_RUNS_PER_GPU:
             raise PipelineError(
@@ -88,6 +93,10 @@ def check_rules(where: str, resources: dict[str, JobResources]) -> None:
             raise PipelineError(f"{where}.finetune.nodes: a fine-tuning run runs on one node; set nodes to 1")
         if rule != "finetune" and resources[rule].runs_per_gpu != "auto":
             raise PipelineError(f"{where}.{rule}.runs_per_gpu: only fine-tuning runs share a GPU; delete the key")
+        if resources[rule].runtime == "auto" and (rule != "finetune" or not resources[rule].gpu):
+            raise PipelineError(
+                f"{where}.{rule}.runtime: auto estimates a fine-tuning run on a GPU; give a number of minutes"
+            )
 
 
 def snakemake_resources(res: JobResources, multi_node_keys: bool) -> dict[str, Any]:

@@ -48,6 +48,33 @@ class TaskSource:
 
 
 @dataclass
+class TaskSize:
+    """What planning knows of a task's data without reading it: sizing runs per card and the
+    Slurm time limit (resources.finetune.runs_per_gpu and runtime: auto)."""
+
+    train: int | None = field(
+        default=None, metadata={"help": "training examples (NER: sentences; per fold); null = expected_counts' train"}
+    )
+    dev: int | None = field(default=None, metadata={"help": "dev examples; null = expected_counts' dev"})
+    mean_tokens: float | None = field(
+        default=None,
+        metadata={"help": "mean sub-tokens per training example, special tokens included; null = unknown"},
+    )
+    max_tokens: int | None = field(
+        default=None,
+        metadata={"help": "sub-tokens of the longest example of any split, special tokens included; null = unknown"},
+    )
+    source: str = field(default="", metadata={"help": "where the figures come from"})
+
+    def validate(self, where: str) -> None:
+        for key in ("train", "dev", "mean_tokens", "max_tokens"):
+            if getattr(self, key) is not None and getattr(self, key) <= 0:
+                raise PipelineError(f"{where}.{key}: must be > 0 or null, got {getattr(self, key)}")
+        if self.mean_tokens is not None and self.max_tokens is not None and self.mean_tokens > self.max_tokens:
+            raise PipelineError(f"{where}.mean_tokens: {self.mean_tokens} is above max_tokens {self.max_tokens}")
+
+
+@dataclass
 class TaskSpec:
     name: str = field(metadata={"help": "task name (lowercase-with-hyphens)"})
     display: str = field(metadata={"help": "column/row label of the task in our tables"})
@@ -115,6 +142,13 @@ class TaskSpec:
         },
     )
     restricted: bool = field(default=False, metadata={"help": "credentialed data (i2b2, MedNLI)"})
+    size: TaskSize | None = field(
+        default=None,
+        metadata={
+            "help": "examples and sub-tokens per example, as counted in the release (README, runs per "
+            "card); null = unknown: a run is sized at max_length and gets the fallback time limit"
+        },
+    )
 
     def validate(self, where: str) -> None:
         dropped = sorted(name for name, f in self.source.files.items() if f is None)
