@@ -2,7 +2,7 @@
 encodes them: the figures behind the registry's ``size`` entries, which plan ``runs_per_gpu: auto``
 and ``runtime: auto`` without reading any data.
 
-    REAL_DATA_DIR=../shared/real-data python benchmarks/bench_task_lengths.py [--out benchmarks/results/task_lengths.json]
+    REAL_DATA_DIR=../shared/real-data python benchmarks/bench_task_lengths.py [--out FILE.json]
 
 Each task is prepared by the workflow's own ``prepare`` and encoded by ``finetune.features.encode``
 with bert-base-uncased's WordPiece vocabulary (the copy inside the MiniLM-L6 checkpoint the tests
@@ -43,7 +43,10 @@ RELEASES = {
     "bc5cdr-disease": {},
     "pubmedqa": {},
     "biosses": {"splits": {s: f"{s}.tsv" for s in ("train", "dev", "test")}, "expected_counts": None},
-    "hoc": {"splits": {s: f"bert_data/hoc/{s}.tsv" for s in ("train", "dev", "test")}, "expected_counts": {"train": None}},
+    "hoc": {
+        "splits": {s: f"bert_data/hoc/{s}.tsv" for s in ("train", "dev", "test")},
+        "expected_counts": {"train": None},
+    },
     "gad": {  # fold 1 of 10, the only one held
         "folds": 1,
         "selection_fold": 0,

@@ -153,7 +153,8 @@ def job_resources(rule_name):
 @functools.cache
 def finetune_plan(model, task):
     """Runs per card and time limit of a fine-tuning run: once per model and task, from the
-    model's config.json and the task's recorded size (workflow_scripts/config/gpu_share.py)."""
+    model's config.json and the task's recorded size (workflow_scripts/config/gpu_share.py).
+    """
     size = STUDY.job_resources("finetune")
     spec = STUDY.resolved_tasks[task].spec
     shape = gpu_share.model_shape(model_dir(model))

@@ -110,7 +110,12 @@ def auto_runs_per_gpu(
 
 
 def runs_per_gpu(
-    setting: int | str, gpus: int, shape: memory.Shape | None, settings: dict, card_gb: int, size: TaskSize | None = None
+    setting: int | str,
+    gpus: int,
+    shape: memory.Shape | None,
+    settings: dict,
+    card_gb: int,
+    size: TaskSize | None = None,
 ) -> int:
     """``resources.finetune.runs_per_gpu`` resolved for one run. ``auto`` on the CPU (gpu: 0)
     is 0: CPU runs share an allocation by its cores alone, as Snakemake schedules threads."""

@@ -278,7 +278,9 @@ def _check_model(name: str, m: ModelEntry, study: Study) -> None:
     if m.resources is not None and m.kind not in MODEL_RULES:
         raise PipelineError(f"{where}.resources: only models trained here (pretrain, distill) run jobs of their own")
     if m.resources is not None and m.resources.runtime == "auto":
-        raise PipelineError(f"{where}.resources.runtime: auto estimates fine-tuning runs only; give a number of minutes")
+        raise PipelineError(
+            f"{where}.resources.runtime: auto estimates fine-tuning runs only; give a number of minutes"
+        )
     if m.kind in CONTROL_KINDS:
         if m.corpora or m.teacher or m.checkpoint or m.vocab:
             raise PipelineError(

@@ -53,7 +53,9 @@ def pass_seconds(shape: Shape, examples: int, tokens: int, attention_length: int
     return max(host, runs * gpu)
 
 
-def run_seconds(shape: Shape, ft: dict[str, Any], examples: dict[str, int], tokens: int, attention: int, runs: int) -> float:
+def run_seconds(
+    shape: Shape, ft: dict[str, Any], examples: dict[str, int], tokens: int, attention: int, runs: int
+) -> float:
     """Estimated seconds of one run: every training of its grid (lr x batch size), each with its dev
     evaluations, and the test split scored once per training. ``examples``: train, dev and test
     (test taken as dev-sized where unknown); ``tokens``: sub-tokens an example puts through the
@@ -69,7 +71,9 @@ def run_seconds(shape: Shape, ft: dict[str, Any], examples: dict[str, int], toke
         micro = min(batch, ft.get("micro_batch_size") or batch)
         train = steps * math.ceil(batch / micro) * pass_seconds(shape, micro, tokens, attention, runs, train=True)
         evaluations = steps // ft["eval_every"] + 1 if ft.get("eval_every") else ft["epochs"]
-        scoring = (evaluations * math.ceil(dev / ft["eval_batch_size"]) + math.ceil(test / ft["eval_batch_size"])) * eval_pass
+        scoring = (
+            evaluations * math.ceil(dev / ft["eval_batch_size"]) + math.ceil(test / ft["eval_batch_size"])
+        ) * eval_pass
         total += learning_rates * (train + scoring)
     return total
 
