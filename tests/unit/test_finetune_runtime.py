@@ -44,6 +44,11 @@ def test_ner_sentences_put_more_runs_on_a_card_than_padding_to_512():
     base = gpu_share.auto_runs_per_gpu(memory.BERT_BASE, settings, 80, spec.size)
     large = gpu_share.auto_runs_per_gpu(memory.BERT_LARGE, settings, 80, spec.size)
     assert base > padded_to_512 and large > gpu_share.auto_runs_per_gpu(memory.BERT_LARGE, settings, 80) == 1
+    # with CUDA graphs the longest batch pads up to its bucket (384), still below 512
+    graphs = run_settings(spec, cuda_graphs=True)
+    assert gpu_share.run_lengths(graphs, spec.size, 512).longest == 384
+    assert padded_to_512 < gpu_share.auto_runs_per_gpu(memory.BERT_BASE, graphs, 80, spec.size) < base
+    assert [gpu_share.graph_bucket(n) for n in (1, 33, 129, 200, 257, 600)] == [32, 64, 192, 256, 384, 768]
     # the longest batch, not the mean, decides: a 48-token batch would allow the cap
     short = TaskSize(mean_tokens=35.7, max_tokens=36)
     assert gpu_share.auto_runs_per_gpu(memory.BERT_BASE, settings, 80, short) == memory.MAX_RUNS_PER_GPU > base

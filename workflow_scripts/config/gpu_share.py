@@ -8,6 +8,11 @@ layer's threads and memory and for the layers' runtimes in sequence, and runs a 
 side by side. ``GPU_SHARE_UNITS`` is 840, the least common multiple of 1 to 8, so every
 ``runs_per_gpu`` up to ``memory.MAX_RUNS_PER_GPU`` divides a card exactly.
 
+A run is sized at its longest batch: the task's longest example as the task registry records it
+(``size``, counted in the real release files), padded up as a GPU pads it, at most ``max_length``;
+and given a time limit from the task's examples, epochs and mean length (``runtime: auto``,
+finetune/runtime.py). Both are arithmetic on the config: planning reads no data.
+
 The group job's GPUs are a string resource: Snakemake sums integer resources over the runs a
 layer holds (three runs of one GPU each become ``--gpus=3``) but passes a string that all runs
 share as it is, so the allocation asks for the runs' card once.
@@ -26,6 +31,7 @@ from ..tasks.spec import TaskSize, TaskSpec
 
 GPU_SHARE_UNITS = 840
 CUDA_PAD = 8  # on CUDA a batch's length pads up to a multiple of 8 (finetune/batching.py)
+GRAPH_STEPS = (32, 64, 96, 128)  # the smallest CUDA-graph buckets
 # a vocabulary may split the words into up to a quarter more pieces than bert-base-uncased's, in
 # which the registry's sizes are counted
 LENGTH_MARGIN = 1.25
@@ -76,10 +82,20 @@ class RunLengths:
     attention: int
 
 
+def graph_bucket(tokens: int) -> int:
+    """The CUDA-graph bucket that holds ``tokens``: 32, 64, 96, 128, then each twice the one two
+    below (192, 256, 384, 512, ...), as fine-tuning pads with ``cuda_graphs: true``."""
+    steps = list(GRAPH_STEPS)
+    while steps[-1] < tokens:
+        steps.append(2 * steps[-2])
+    return next(b for b in steps if b >= tokens)
+
+
 def run_lengths(settings: dict[str, Any], size: TaskSize | None, context: int) -> RunLengths:
     """A run's lengths from the task's recorded size: its longest and mean example with
-    ``LENGTH_MARGIN``, padded up to a multiple of ``CUDA_PAD`` (of the chunk length for chunked
-    inputs), at most what the run reads of an example; that most where the size is unknown."""
+    ``LENGTH_MARGIN``, padded up as a GPU pads them (a multiple of ``CUDA_PAD``, the CUDA-graph
+    bucket with ``cuda_graphs``, whole chunks for chunked inputs), at most what the run reads of
+    an example; that most where the size is unknown."""
     ft = settings["finetune"]
     length = int(ft.get("max_length") or settings["task"].get("max_length") or context)
     if ft.get("chunking"):
@@ -89,7 +105,10 @@ def run_lengths(settings: dict[str, Any], size: TaskSize | None, context: int) -
         unit, cap = CUDA_PAD, min(length, context)
 
     def padded(tokens: float | None) -> int:
-        return cap if tokens is None else min(cap, unit * math.ceil(tokens * LENGTH_MARGIN / unit))
+        if tokens is None:
+            return cap
+        width = unit * math.ceil(tokens * LENGTH_MARGIN / unit)
+        return min(cap, graph_bucket(width) if ft.get("cuda_graphs") and not ft.get("chunking") else width)
 
     size = size or TaskSize()
     longest = padded(size.max_tokens)
