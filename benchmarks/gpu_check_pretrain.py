@@ -1,15 +1,16 @@
 """The pretraining and distillation half of the first-GPU check (run by benchmarks/gpu_check.sh).
 
-    python benchmarks/gpu_check_pretrain.py [--cpu-smoke] [--out-dir DIR]
+    python benchmarks/gpu_check_pretrain.py [--cpu-smoke] [--out-dir DIR] [--only SECTION ...] [--variants [NAME ...]]
 
 Sections, each recorded on its own (one that fails is written down with its error, the rest still run):
   compile      BERT-base at 128, eager against torch.compile: tokens/s, MFU (model.FLOPS_FORMULA), peak memory
   micro_batch  one optimiser step of the per-GPU share (512 x 128): micro-batch 64 with accumulation against auto
   profile      5 compiled steps under torch.profiler: the time shares of GEMM, attention, normalisation and
                elementwise, embedding, loss, optimiser and memcpy kernels, and idle time (kernel_group)
-  distill      ours-distilled-align steps (RoBERTa-large teacher in bf16, RoBERTa-base student, kl all, 512),
-               compiled as the pipeline runs them, at the recipe's former micro-batch 64 and at auto's, peak
-               memory against the estimate, the output KL whole or chunked as distill/memory.kl_rows decides
+  distill      ours-distilled-align steps (RoBERTa-large teacher in bf16, RoBERTa-base student, kl all, 512)
+               at the recipe's former micro-batch 64, eager and compiled (as the pipeline runs them), and at
+               auto's, eager; peak memory against the estimate; the output KL whole or chunked as
+               distill/memory.kl_rows decides
   data_path    the pretraining CLI at world size 1 with prefetch off and on (the serial path alone where the
                settings have no prefetch yet)
   variants     with --variants [NAME ...] (all when none is named): A/B of the compiled BERT-base step, each
@@ -19,9 +20,9 @@ Sections, each recorded on its own (one that fails is written down with its erro
 Models are built from configs (no download) with random weights; batches are random token ids with a fixed
 number of masked positions. Writes gpu_check_pretrain.json into --out-dir ($OUT when set, else
 benchmarks/results/gpu/), again after every section, so a time cap loses only the section it cut; then prints
-a one-screen summary against the goals (GOALS). --cpu-smoke runs every section (variants: SMOKE_VARIANTS) for a step or
-two at tiny shapes on the CPU, with the eager compile backend (Dynamo tracing only), so the script is exercised
-without a GPU; its figures mean nothing.
+a one-screen summary against the goals (GOALS). --cpu-smoke runs every section (the variants SMOKE_VARIANTS)
+for a step or two at tiny shapes on the CPU, with the eager compile backend (Dynamo tracing only), so the
+script is exercised without a GPU; its figures mean nothing.
 """
 
 from __future__ import annotations
