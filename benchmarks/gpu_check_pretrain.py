@@ -1,20 +1,28 @@
 """The pretraining and distillation half of the first-GPU check (run by benchmarks/gpu_check.sh).
 
-    python benchmarks/gpu_check_pretrain.py [--cpu-smoke] [--out-dir DIR]
+    python benchmarks/gpu_check_pretrain.py [--cpu-smoke] [--out-dir DIR] [--only SECTION ...] [--variants [NAME ...]]
 
 Sections, each recorded on its own (one that fails is written down with its error, the rest still run):
   compile      BERT-base at 128, eager against torch.compile: tokens/s, MFU (model.FLOPS_FORMULA), peak memory
   micro_batch  one optimiser step of the per-GPU share (512 x 128): micro-batch 64 with accumulation against auto
-  profile      5 steps under torch.profiler: time shares of matrix multiplies, attention, other kernels, idle
-  distill      ours-distilled-align steps (RoBERTa-large teacher, RoBERTa-base student, kl all, 512) at the
-               recipe's former micro-batch 64 and at auto's, peak memory against the estimate
+  profile      5 compiled steps under torch.profiler: the time shares of GEMM, attention, normalisation and
+               elementwise, embedding, loss, optimiser and memcpy kernels, and idle time (kernel_group)
+  distill      ours-distilled-align steps (RoBERTa-large teacher in bf16, RoBERTa-base student, kl all, 512)
+               at the recipe's former micro-batch 64, eager and compiled (as the pipeline runs them), and at
+               auto's, eager; peak memory against the estimate; the output KL whole or chunked as
+               distill/memory.kl_rows decides
   data_path    the pretraining CLI at world size 1 with prefetch off and on (the serial path alone where the
                settings have no prefetch yet)
+  variants     with --variants [NAME ...] (all when none is named): A/B of the compiled BERT-base step, each
+               against "papers" (compile default, attention dropout 0.1, micro 256): attention dropout 0,
+               max-autotune, CUDA graphs (reduce-overhead), micro 64 with accumulation, with and without graphs
 
 Models are built from configs (no download) with random weights; batches are random token ids with a fixed
 number of masked positions. Writes gpu_check_pretrain.json into --out-dir ($OUT when set, else
-benchmarks/results/gpu/). --cpu-smoke runs every section for a step or two at tiny shapes on the CPU, with
-the eager compile backend (Dynamo tracing only), so the script is exercised without a GPU; its figures mean nothing.
+benchmarks/results/gpu/), again after every section, so a time cap loses only the section it cut; then prints
+a one-screen summary against the goals (GOALS). --cpu-smoke runs every section (the variants SMOKE_VARIANTS)
+for a step or two at tiny shapes on the CPU, with the eager compile backend (Dynamo tracing only), so the
+script is exercised without a GPU; its figures mean nothing.
 """
 
 from __future__ import annotations
@@ -45,7 +53,7 @@ from workflow_scripts.distill.settings import DistillSettings, LossWeights  # no
 from workflow_scripts.pretrain import memory  # noqa: E402
 from workflow_scripts.pretrain.loop import peak_tflops  # noqa: E402
 from workflow_scripts.pretrain.model import FLOPS_FORMULA, MLMObjective, train_flops_per_token  # noqa: E402
-from workflow_scripts.pretrain.settings import PretrainSettings  # noqa: E402
+from workflow_scripts.pretrain.settings import Phase, PretrainSettings  # noqa: E402
 
 MASK = 0.15
 PREFETCH = "prefetch"  # the pretraining setting that builds the next batch in the background
@@ -95,11 +103,12 @@ def autocast(device: torch.device):
     return torch.autocast("cuda", torch.bfloat16) if device.type == "cuda" else contextlib.nullcontext()
 
 
-def masked_lm(kind, hidden, layers, heads, vocab, seq_len, device, dropout=0.1, intermediate=None):
-    """A freshly initialised BERT or RoBERTa masked LM of the given shape, built on ``device`` from its config."""
-    inter = intermediate or 4 * hidden
-    shape = dict(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads, intermediate_size=inter)
-    shape.update(hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+def masked_lm(kind, hidden, layers, heads, vocab, seq_len, device, dropout=0.1, attention_dropout=None):
+    """A freshly initialised BERT or RoBERTa masked LM of the given shape, built on ``device`` from its config;
+    attention dropout as ``dropout`` unless given (the papers' 0.1 both)."""
+    shape = dict(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads, intermediate_size=4 * hidden)
+    attention = dropout if attention_dropout is None else attention_dropout
+    shape.update(hidden_dropout_prob=dropout, attention_probs_dropout_prob=attention)
     if kind == "roberta":
         config = RobertaConfig(vocab_size=vocab, max_position_embeddings=seq_len + 2, **shape)
     else:
@@ -115,6 +124,22 @@ def batch(micro: int, seq_len: int, vocab: int, device: torch.device):
     ids = torch.randint(5, vocab, (micro, seq_len), device=device)
     positions = torch.randperm(micro * seq_len, device=device)[:n].sort().values
     return ids, positions, ids.reshape(-1)[positions], {"masked": float(n), "tokens": float(micro * seq_len)}
+
+
+def compiled(objective, sh: Shapes, mode: str | None = None):
+    """``objective`` compiled into one graph, afresh; ``mode`` an inductor mode. Under CUDA graphs
+    (reduce-overhead) each forward pass starts a new step, as the timed loop uses each output before the next."""
+    torch._dynamo.reset()
+    inductor = sh.backend == "inductor"
+    fn = torch.compile(objective, fullgraph=True, backend=sh.backend, **({"mode": mode} if mode and inductor else {}))
+    if mode != "reduce-overhead" or not inductor:
+        return fn
+
+    def step(*args):
+        torch.compiler.cudagraph_mark_step_begin()
+        return fn(*args)
+
+    return step
 
 
 def timed_steps(objective, params, micro, accum, shapes_seq_vocab, steps, warmup, device) -> dict:
@@ -153,9 +178,9 @@ def section_compile(sh: Shapes, device: torch.device) -> dict:
     objective = MLMObjective(model)
     args = ((sh.seq_len, sh.vocab), sh.steps, sh.warmup, device)
     out["eager"] = with_mfu(timed_steps(objective, model.parameters(), sh.micro, 1, *args), flops, device)
-    compiled = torch.compile(objective, fullgraph=True, backend=sh.backend)
     begin = time.perf_counter()
-    out["compiled"] = with_mfu(timed_steps(compiled, model.parameters(), sh.micro, 1, *args), flops, device)
+    step = compiled(objective, sh)
+    out["compiled"] = with_mfu(timed_steps(step, model.parameters(), sh.micro, 1, *args), flops, device)
     out["compiled"]["first_steps_and_compile_s"] = time.perf_counter() - begin
     out["speedup"] = out["compiled"]["tokens_per_s"] / out["eager"]["tokens_per_s"]
     return out
@@ -176,34 +201,64 @@ def section_micro_batch(sh: Shapes, device: torch.device) -> dict:
     return out
 
 
-MATMUL = re.compile(r"gemm|matmul|cutlass|xmma|nvjet|cublas|aten::(mm|addmm|bmm|linear)$", re.I)
-ATTENTION = re.compile(r"flash|fmha|attention|sdpa", re.I)
+# kernel (CUDA) or operator (CPU smoke) names by group, the first match winning: optimiser before
+# normalisation (lpnorm), attention before GEMM (flash and fmha kernels are cutlass templates),
+# embedding and loss before the elementwise kernels inductor fuses them into
+KERNEL_GROUPS = (
+    ("memcpy", r"^(memcpy|memset)|cudamemcpy"),
+    ("optimiser", r"adam|multi_tensor_apply|foreach|lpnorm|clip_grad"),
+    ("attention", r"flash|fmha|attention|sdpa"),
+    ("gemm", r"gemm|nvjet|xmma|cublas|cutlass|triton_tem_|aten::(mm|addmm|bmm|matmul|linear)$"),
+    ("embedding", r"embedding|indexselect|index_select|index_put"),
+    ("loss", r"nll_loss|softmax|cross_entropy"),
+    ("normalisation_elementwise", r"norm|elementwise|triton_|at::native|aten::"),
+)
+_GROUPS = [(name, re.compile(pattern, re.I)) for name, pattern in KERNEL_GROUPS]
+
+
+def kernel_group(name: str) -> str:
+    """The group of a kernel or operator name; "other" where no pattern matches (NCCL, unknown libraries)."""
+    return next((group for group, pattern in _GROUPS if pattern.search(name)), "other")
+
+
+def group_shares(kernels: list[tuple[str, float]], wall_us: float) -> dict[str, float]:
+    """Share of the wall time each group's kernels ran, and ``idle``: the rest (one stream: no overlap)."""
+    shares = dict.fromkeys([g for g, _ in KERNEL_GROUPS] + ["other"], 0.0)
+    for name, us in kernels:
+        shares[kernel_group(name)] += us / wall_us
+    shares["idle"] = max(0.0, 1 - sum(shares.values()))
+    return shares
 
 
 def section_profile(sh: Shapes, device: torch.device) -> dict:
+    """The compiled step's kernels, grouped (kernel_group), over ``sh.profiled`` steps after compilation."""
     from torch.profiler import ProfilerActivity, profile
 
     model = masked_lm("bert", sh.hidden, sh.layers, sh.heads, sh.vocab, sh.seq_len, device)
-    objective = MLMObjective(model)
-    timed_steps(objective, model.parameters(), sh.micro, 1, (sh.seq_len, sh.vocab), 1, 1, device)  # warm-up
+    step = compiled(MLMObjective(model), sh)
+    args = (list(model.parameters()), sh.micro, 1, (sh.seq_len, sh.vocab))
+    timed_steps(step, *args, 1, 2, device)  # compilation and warm-up
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     sync(device)
     begin = time.perf_counter()
     with profile(activities=activities) as prof:
-        timed_steps(objective, model.parameters(), sh.micro, 1, (sh.seq_len, sh.vocab), sh.profiled, 0, device)
+        timed_steps(step, *args, sh.profiled, 0, device)
     wall_us = (time.perf_counter() - begin) * 1e6
-    shares = {"matmul": 0.0, "attention": 0.0, "other_kernels": 0.0}
-    for e in prof.key_averages():
-        us = e.self_device_time_total if device.type == "cuda" else (e.self_cpu_time_total if "::" in e.key else 0)
-        kind = "matmul" if MATMUL.search(e.key) else "attention" if ATTENTION.search(e.key) else "other_kernels"
-        shares[kind] += us
-    busy = sum(shares.values())
-    out = {k: v / wall_us for k, v in shares.items()}
-    out["idle"] = max(0.0, 1 - busy / wall_us)
-    out["wall_s"] = wall_us / 1e6
-    out["steps"] = sh.profiled
-    out["kernel_launches_per_step"] = sum(e.count for e in prof.key_averages() if e.device_time_total > 0) / sh.profiled
-    return out
+    cuda = device.type == "cuda"
+    kernels = [
+        (e.key, e.self_device_time_total if cuda else e.self_cpu_time_total, e.count)
+        for e in prof.key_averages()
+        if (e.self_device_time_total > 0 if cuda else "::" in e.key)
+    ]
+    top = sorted(kernels, key=lambda k: -k[1])[:12]
+    return {
+        "compiled": True,
+        "steps": sh.profiled,
+        "wall_s": wall_us / 1e6,
+        "shares": group_shares([(name, us) for name, us, _ in kernels], wall_us),
+        "kernel_launches_per_step": sum(n for _, _, n in kernels) / sh.profiled if cuda else None,
+        "top_kernels": [{"name": k[:160], "group": kernel_group(k), "share": us / wall_us} for k, us, _ in top],
+    }
 
 
 def card_gb(device: torch.device) -> float:
@@ -212,26 +267,41 @@ def card_gb(device: torch.device) -> float:
 
 
 def section_distill(sh: Shapes, device: torch.device) -> dict:
-    """ours-distilled-align's step at the recipe's former micro-batch and at auto's, each against the estimate."""
+    """ours-distilled-align's step as the pipeline runs it (objective on the device, teacher in bf16, compiled)
+    at the recipe's former micro-batch; eager at that micro-batch and at auto's, each against the estimate."""
     hidden, layers, heads = sh.large
-    teacher = masked_lm("roberta", hidden, layers, heads, sh.distill_vocab, sh.distill_seq_len, device).eval()
+    seq_len, vocab = sh.distill_seq_len, sh.distill_vocab
+    teacher = masked_lm("roberta", hidden, layers, heads, vocab, seq_len, device).eval().requires_grad_(False)
     if device.type == "cuda":
         teacher.to(torch.bfloat16)
-    student = masked_lm("roberta", sh.hidden, sh.layers, sh.heads, sh.distill_vocab, sh.distill_seq_len, device)
+    student = masked_lm("roberta", sh.hidden, sh.layers, sh.heads, vocab, seq_len, device)
     weights = LossWeights(mlm=5.0, kl=2.0, cosine=1.0)
     layer_map = [round((i + 1) * layers / sh.layers) for i in range(sh.layers)]
-    objective = DistillObjective(student, teacher, weights, 2.0, layer_map, lambda: autocast(device))
-    estimate = distill_memory.distill_estimate(student, teacher, DistillSettings(), device)
-    seq_len = sh.distill_seq_len
+    objective = DistillObjective(student, teacher, weights, 2.0, layer_map, lambda: autocast(device)).to(device)
+    s = DistillSettings(phases=[Phase(seq_len=seq_len)])
+    estimate = distill_memory.distill_estimate(student, teacher, s, device)
     auto = memory.auto_micro_batch(lambda m: estimate(m, seq_len), sh.distill_share, memory.budget(card_gb(device)))
     flops = objective.flops_per_token(seq_len, MASK)
     out = {"seq_len": seq_len, "flops_per_token": flops, "gpu_memory_gb": card_gb(device)}
-    for name, micro in (("paper", sh.distill_micro), ("auto", auto)):
-        args = ((seq_len, sh.distill_vocab), max(sh.steps // 4, 1), 1, device)
-        run = timed_steps(objective, objective.parameters(), micro, 1, *args)
+    for name, micro, compile_it in (
+        ("paper", sh.distill_micro, False),
+        ("compiled", sh.distill_micro, True),
+        ("auto", auto, False),
+    ):
+        at_micro = dataclasses.replace(s, batch_size=micro, micro_batch_size=micro)
+        objective.kl_rows = distill_memory.kl_rows(student, teacher, at_micro, device, 1, card_gb(device))
+        step = compiled(objective, sh) if compile_it else objective
+        begin = time.perf_counter()
+        run = timed_steps(step, objective.parameters(), micro, 1, (seq_len, vocab), max(sh.steps // 4, 1), 1, device)
         out[name] = {
             "micro": micro,
-            "estimated_peak_gb": estimate(micro, seq_len) / memory.GB,
+            "compiled": compile_it,
+            "kl": "whole" if objective.kl_rows is None else f"chunks of {objective.kl_rows} rows",
+            "estimated_peak_gb": distill_memory.distill_estimate(
+                student, teacher, s, device, full_kl=objective.kl_rows is None
+            )(micro, seq_len)
+            / memory.GB,
+            "first_steps_s": time.perf_counter() - begin,
             **with_mfu(run, flops, device),
         }
         reset_peak(device)
@@ -273,13 +343,89 @@ def section_data_path(sh: Shapes, device: torch.device) -> dict:
     return {"prefetch_off": off, "prefetch_on": on, "speedup": on["tokens_per_s"] / off["tokens_per_s"]}
 
 
+# name -> (inductor mode, attention dropout, micro-batch: "full" = Shapes.micro or "paper" = Shapes.paper_micro
+# with accumulation to the same tokens per optimiser step); "papers" is the reference of the others
+VARIANTS = {
+    "papers": (None, 0.1, "full"),
+    "attention_dropout_0": (None, 0.0, "full"),
+    "max_autotune": ("max-autotune-no-cudagraphs", 0.1, "full"),
+    "cuda_graphs": ("reduce-overhead", 0.1, "full"),
+    "micro_64": (None, 0.1, "paper"),
+    "micro_64_cuda_graphs": ("reduce-overhead", 0.1, "paper"),
+}
+CHOSEN: list[str] = []  # the variants --variants names
+SMOKE_VARIANTS = ["papers", "micro_64_cuda_graphs"]  # --cpu-smoke's: the mode and the accumulation paths
+
+
+def section_variants(sh: Shapes, device: torch.device) -> dict:
+    """The compiled BERT-base step under each chosen variant; tokens/s against "papers"."""
+    out = {}
+    for name in ["papers"] + [v for v in CHOSEN if v != "papers"]:
+        mode, attention_dropout, micro_kind = VARIANTS[name]
+        model = masked_lm("bert", sh.hidden, sh.layers, sh.heads, sh.vocab, sh.seq_len, device, 0.1, attention_dropout)
+        flops = train_flops_per_token(model, sh.seq_len, MASK)
+        micro = sh.micro if micro_kind == "full" else sh.paper_micro
+        begin = time.perf_counter()
+        step = compiled(MLMObjective(model), sh, mode)
+        args = ((sh.seq_len, sh.vocab), sh.steps, sh.warmup, device)
+        run = with_mfu(timed_steps(step, model.parameters(), micro, sh.micro // micro, *args), flops, device)
+        out[name] = {"mode": mode or "default", "attention_dropout": attention_dropout, "micro": micro, **run}
+        out[name]["first_steps_and_compile_s"] = time.perf_counter() - begin
+        out[name]["speedup"] = run["tokens_per_s"] / out["papers"]["tokens_per_s"]
+        del model, step
+        reset_peak(device)
+    return out
+
+
 SECTIONS = {
     "compile": section_compile,
     "micro_batch": section_micro_batch,
     "profile": section_profile,
     "distill": section_distill,
     "data_path": section_data_path,
+    "variants": section_variants,
 }
+GOALS = {"pretrain_mfu": 0.40, "pretrain_micro_64_mfu": 0.35, "distill_mfu": 0.30}
+
+
+def _pct(x) -> str:
+    return f"{100 * x:.1f}%" if isinstance(x, float) else "-"
+
+
+def summary(result: dict) -> list[str]:
+    """One screen: each goal against its figure, where the compiled step's time goes, the variants."""
+    sec, lines = result["sections"], [f"{result['mode']} on {result['device']}, {result['wall_s']:.0f} s"]
+    if "compile" in sec:
+        c = sec["compile"]["compiled"]
+        lines.append(f"pretraining BERT-base 128, micro {sec['compile']['micro']}, compiled: MFU {_pct(c['mfu'])}")
+        lines[-1] += f" (goal {_pct(GOALS['pretrain_mfu'])}), {c['tokens_per_s']:,.0f} tokens/s"
+    if "micro_batch" in sec:
+        m = sec["micro_batch"]
+        for k in ("paper", "auto"):
+            lines.append(f"  micro {m[k]['micro']} x {m['share'] // m[k]['micro']} (eager): MFU {_pct(m[k]['mfu'])}")
+        lines[-2] += f" (goal {_pct(GOALS['pretrain_micro_64_mfu'])})"
+    if "distill" in sec:
+        for d in sec["distill"].values():
+            if isinstance(d, dict):
+                how = "compiled" if d["compiled"] else "eager"
+                lines.append(f"distillation micro {d['micro']} {how}, KL {d['kl']}: MFU {_pct(d['mfu'])}")
+                lines[-1] += f" (goal {_pct(GOALS['distill_mfu'])}), peak {d['peak_memory_gb'] or 0:.1f} GB"
+                lines[-1] += f" (est. {d['estimated_peak_gb']:.1f})"
+    if "profile" in sec:
+        shares = sec["profile"]["shares"]
+        lines.append("compiled step: " + ", ".join(f"{k} {_pct(v)}" for k, v in shares.items() if v >= 0.005))
+    for name, v in sec.get("variants", {}).items():
+        lines.append(f"variant {name}: MFU {_pct(v['mfu'])}, {v['speedup']:.2f}x papers, micro {v['micro']}")
+    lines += [f"ERROR in {name} (see the JSON)" for name in result["errors"]]
+    return lines
+
+
+def write_json(result: dict, path: Path) -> None:
+    """Atomically, so a check cut short by a time cap leaves the finished sections readable."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(result, indent=2) + "\n")
+    tmp.replace(path)
 
 
 def main(argv=None) -> None:
@@ -287,11 +433,19 @@ def main(argv=None) -> None:
     ap.add_argument("--cpu-smoke", action="store_true", help="every section for a step or two, tiny shapes, CPU")
     ap.add_argument("--out-dir", default=os.environ.get("OUT") or str(ROOT / "benchmarks" / "results" / "gpu"))
     ap.add_argument("--only", nargs="+", choices=list(SECTIONS), help="run these sections only")
+    ap.add_argument(
+        "--variants", nargs="*", choices=list(VARIANTS), help="add the variants section: these (none named: all)"
+    )
     args = ap.parse_args(argv)
     if not args.cpu_smoke and not torch.cuda.is_available():
         sys.exit("error: no GPU visible to torch; run on a GPU machine, or pass --cpu-smoke")
     device = torch.device("cpu" if args.cpu_smoke else "cuda")
     sh = SMOKE if args.cpu_smoke else GPU
+    chosen = args.variants or (
+        list(VARIANTS) if args.variants is not None else SMOKE_VARIANTS if args.cpu_smoke else []
+    )
+    CHOSEN[:] = chosen
+    names = args.only or [n for n in SECTIONS if n != "variants" or chosen]
     torch.manual_seed(0)
     result = {
         "mode": "cpu-smoke" if args.cpu_smoke else "gpu",
@@ -303,22 +457,22 @@ def main(argv=None) -> None:
         },
         "sections": {},
         "errors": {},
+        "seconds": {},
     }
+    out = Path(args.out_dir) / "gpu_check_pretrain.json"
     began = time.perf_counter()
-    for name in args.only or SECTIONS:
+    for name in names:
         start = time.perf_counter()
         try:
             result["sections"][name] = SECTIONS[name](sh, device)
         except Exception:  # one broken section must not hide the others' figures
             result["errors"][name] = traceback.format_exc(limit=8)
-        print(f"{name}: {time.perf_counter() - start:.1f} s", flush=True)
+        result["seconds"][name] = time.perf_counter() - start
+        result["wall_s"] = time.perf_counter() - began
+        write_json(result, out)
+        print(f"{name}: {result['seconds'][name]:.1f} s", flush=True)
         reset_peak(device)
-    result["wall_s"] = time.perf_counter() - began
-    out = Path(args.out_dir) / "gpu_check_pretrain.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps({k: v for k, v in result.items() if k != "sections"}, indent=1))
-    print(json.dumps(result["sections"], indent=1)[:6000])
+    print("\n".join(summary(result)))
     sys.exit(1 if result["errors"] else 0)
 
 

@@ -8,8 +8,11 @@ import torch
 import torch.nn.functional as F
 
 from workflow_scripts.distill import losses
+from workflow_scripts.distill import memory as distill_memory
 from workflow_scripts.distill.objective import DistillObjective, attention_maps
-from workflow_scripts.distill.settings import LossWeights
+from workflow_scripts.distill.settings import DistillSettings, LossWeights
+from workflow_scripts.pretrain import memory
+from workflow_scripts.pretrain.settings import Phase
 
 torch.set_num_threads(1)
 
@@ -35,7 +38,7 @@ def test_chunked_output_terms_equal_the_full_computation(dtype, chunked, referen
     g = torch.Generator().manual_seed(0)
     student = (3 * torch.randn(37, 23, generator=g)).to(dtype)
     teacher = (3 * torch.randn(37, 23, generator=g)).to(dtype)
-    for rows in (1, 5, 37, 100):  # one row, uneven chunks, one chunk, a chunk larger than the input
+    for rows in (None, 1, 5, 37, 100):  # whole, one row, uneven chunks, one chunk, a chunk larger than the input
         a, b = student.clone().requires_grad_(), student.clone().requires_grad_()
         loss, ref = chunked(a, teacher, 2.0, rows), reference(b, teacher, 2.0)
         weight = torch.tensor(0.7)  # a non-unit upstream gradient
@@ -46,6 +49,50 @@ def test_chunked_output_terms_equal_the_full_computation(dtype, chunked, referen
         assert a.grad.dtype == dtype
         tol = 1e-6 if dtype == torch.float32 else 1e-2
         torch.testing.assert_close(a.grad.float(), b.grad.float(), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("term", [losses.kl_logits, losses.soft_cross_entropy])
+def test_whole_and_chunked_output_terms_give_the_same_gradient_bit_for_bit(dtype, term):
+    """Softmax works row by row, so chunking cannot move a gradient bit: a run's weights do not depend
+    on which form the memory estimate chose; the loss is bitwise the same where one chunk holds every row."""
+    g = torch.Generator().manual_seed(2)
+    student = (3 * torch.randn(50, 31, generator=g)).to(dtype)
+    teacher = (3 * torch.randn(50, 31, generator=g)).to(dtype)
+    results = {}
+    for rows in (None, 50, 7):
+        x = student.clone().requires_grad_()
+        loss = term(x, teacher, 2.0, rows)
+        (0.3 * loss).backward()
+        results[rows] = loss.detach(), x.grad
+    whole_loss, whole_grad = results[None]
+    assert torch.equal(results[50][0], whole_loss)
+    torch.testing.assert_close(results[7][0], whole_loss, rtol=1e-6, atol=0)
+    assert all(torch.equal(grad, whole_grad) for _, grad in results.values())
+
+
+def test_whole_kl_peak_is_the_estimated_fp32_tensors_and_chunks_stay_below():
+    student, teacher = torch.randn(64, 512).bfloat16().requires_grad_(), torch.randn(64, 512).bfloat16()
+    whole = memory.measured_peak_bytes(lambda: losses.kl_logits(student, teacher, 2.0).backward())
+    student.grad = None
+    chunked = memory.measured_peak_bytes(lambda: losses.kl_logits(student, teacher, 2.0, 8).backward())
+    elements = student.numel()
+    assert whole <= distill_memory.FULL_TENSORS * 4 * elements * 1.01
+    assert chunked < 2 * 4 * elements  # the bf16 gradient and a few fp32 chunks of 8 rows
+
+
+def test_output_kl_is_whole_where_the_step_fits_and_chunked_where_it_does_not():
+    teacher, student = _bert(2, 32, 4, "sdpa", 0), _bert(1, 32, 4, "sdpa", 1)
+    s = DistillSettings(batch_size=8, micro_batch_size=8, phases=[Phase(seq_len=128)])
+    assert distill_memory.kl_rows(student, teacher, s, torch.device("cpu"), 1, 80.0) is None
+    cuda = torch.device("cuda")  # a device description only: the estimate needs no GPU
+    whole = distill_memory.distill_estimate(student, teacher, s, cuda, full_kl=True)(8, 128)
+    chunked = distill_memory.distill_estimate(student, teacher, s, cuda)(8, 128)
+    assert chunked < whole
+    gb = 1.01 * whole / memory.GB / memory.USABLE_FRACTION
+    assert distill_memory.kl_rows(student, teacher, s, cuda, 1, gb) is None
+    assert distill_memory.kl_rows(student, teacher, s, cuda, 1, 0.99 * gb) == losses.chunk_rows(60)
+    assert distill_memory.kl_rows(student, teacher, s, cuda, 2, 0.99 * gb) is None  # half the share per process
 
 
 def test_default_chunk_holds_a_bounded_number_of_elements():
@@ -107,12 +154,16 @@ def test_attention_terms_under_sdpa_equal_those_of_eager_maps():
     torch.testing.assert_close(student.bert.encoder.layer[0].attention.self.query.weight.grad, expected_grad)
 
 
-@pytest.mark.parametrize("weights", [ATTENTION, NO_ATTENTION], ids=["attention-maps", "no-attention-maps"])
-def test_distillation_objective_compiles_as_one_graph(weights, monkeypatch):
-    """fullgraph=True fails on any graph break; the compiled loss and gradients equal the eager ones."""
-    monkeypatch.setattr(losses, "CHUNK_ELEMENTS", 7 * 60)  # the 36 rows' KL in 6 chunks
+@pytest.mark.parametrize(
+    ("weights", "kl_rows"),
+    [(ATTENTION, 7), (NO_ATTENTION, 7), (NO_ATTENTION, None)],
+    ids=["attention-maps", "no-attention-maps", "whole-kl"],
+)
+def test_distillation_objective_compiles_as_one_graph(weights, kl_rows):
+    """fullgraph=True fails on any graph break; the compiled loss and gradients equal the eager ones
+    (7 rows: the 36 rows' KL in 6 chunks)."""
     teacher, student = _bert(4, 32, 4, "sdpa", 0).eval(), _bert(2, 32, 4, "sdpa", 1)
-    objective = DistillObjective(student, teacher, weights, 2.0, [2, 4])
+    objective = DistillObjective(student, teacher, weights, 2.0, [2, 4], kl_rows=kl_rows)
     batch = _batch()
     eager_loss, _ = objective(*batch)
     eager_loss.backward()

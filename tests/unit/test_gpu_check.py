@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 # not in the GPU machine's image: the check must not import them
 ABSENT_ON_THE_GPU_MACHINE = ("snakemake", "pubmed_parser", "seqeval", "datasets", "jsonschema")
@@ -40,16 +42,109 @@ def test_cpu_smoke_runs_every_section_without_the_pipelines_extra_packages(tmp_p
     result = json.loads((out / "gpu_check_pretrain.json").read_text())
     assert result["mode"] == "cpu-smoke" and result["errors"] == {}
     sections = result["sections"]
-    assert set(sections) == {"compile", "micro_batch", "profile", "distill", "data_path"}
+    assert set(sections) == {"compile", "micro_batch", "profile", "distill", "data_path", "variants"}
     assert sections["compile"]["eager"]["tokens_per_s"] > 0 and sections["compile"]["compiled"]["tokens_per_s"] > 0
     assert "6 x W_enc" in sections["compile"]["formula"]
     micro = sections["micro_batch"]
     assert micro["paper"]["micro"] < micro["auto"]["micro"] == micro["share"]  # a tiny model: the whole share fits
-    shares = sections["profile"]
-    assert all(0 <= shares[k] <= 1 for k in ("matmul", "attention", "other_kernels", "idle"))
-    assert shares["matmul"] > 0
+    profile = sections["profile"]
+    assert profile["compiled"] and all(0 <= v <= 1 for v in profile["shares"].values())
+    assert profile["shares"]["gemm"] > 0 and sum(profile["shares"].values()) == pytest.approx(1.0)
     distill = sections["distill"]
-    assert distill["paper"]["micro"] < distill["auto"]["micro"]
-    assert all(distill[k]["estimated_peak_gb"] > 0 and distill[k]["step_s"] > 0 for k in ("paper", "auto"))
+    assert distill["paper"]["micro"] == distill["compiled"]["micro"] < distill["auto"]["micro"]
+    assert distill["compiled"]["compiled"] and distill["compiled"]["kl"] == "whole"  # tiny: the whole KL fits
+    assert all(distill[k]["estimated_peak_gb"] > 0 and distill[k]["step_s"] > 0 for k in ("paper", "compiled", "auto"))
+    variants = sections["variants"]
+    assert set(variants) == {"papers", "micro_64_cuda_graphs"} and variants["papers"]["speedup"] == 1.0
+    assert variants["micro_64_cuda_graphs"]["micro"] < variants["papers"]["micro"]
+    assert "(goal 40.0%)" in proc.stdout and "compiled step: gemm" in proc.stdout  # the one-screen summary
     data = sections["data_path"]
     assert data.get("serial", data.get("prefetch_on", {})).get("tokens_per_s", 0) > 0
+
+
+def _check_module():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import gpu_check_pretrain
+
+    return gpu_check_pretrain
+
+
+# kernel names as H100 profiles of torch 2.x print them (cuBLAS, cuBLASLt nvjet, inductor, flash, ATen, CUPTI)
+KERNELS = {
+    "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel"
+    "__5x_cublas": "gemm",
+    "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NTT": "gemm",
+    "triton_tem_fused_addmm_gelu_3": "gemm",
+    "void pytorch_flash::flash_fwd_kernel<Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, "
+    "cutlass::bfloat16_t, Flash_kernel_traits<64, 128, 128, 4, cutlass::bfloat16_t> >, false, true, false, "
+    "false, true, true, false, false>(pytorch_flash::Flash_fwd_params)": "attention",
+    "fmha_cutlassB_bf16_aligned_64x64_k64_sm80(PyTorchMemEffAttention::AttentionBackwardKernel<cutlass::arch::"
+    "Sm80, cutlass::bfloat16_t, true, false, false, 64, 64, 64, false>::Params)": "attention",
+    "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x64x128_4x1x1_kernel0_0": "attention",
+    "triton_red_fused_add_embedding_native_layer_norm_0": "embedding",
+    "void at::native::(anonymous namespace)::embedding_backward_feature_kernel<float, float, long>"
+    "(long const*, float const*, float*, int, long, int, int)": "embedding",
+    "triton_per_fused__log_softmax__to_copy_nll_loss_forward_2": "loss",
+    "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float, "
+    "at::native::(anonymous namespace)::LogSoftMaxForwardEpilogue>(float*, float const*, int)": "loss",
+    "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::"
+    "FusedOptimizerTensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, "
+    "(at::native::ADAM_MODE)1, false>, double*, double, double, double, double, double, bool, float*, float*>"
+    "(at::native::(anonymous namespace)::FusedOptimizerTensorListMetadata<4>, "
+    "at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>, "
+    "double*, double, double, double, double, double, bool, float*, float*)": "optimiser",
+    "void at::native::lpnorm_cleanup<float, (at::native::(anonymous namespace)::NormType)1, float, float>"
+    "(float const*, at::native::TensorListAddresses, int)": "optimiser",
+    "triton_red_fused_native_layer_norm_native_layer_norm_backward_5": "normalisation_elementwise",
+    "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, "
+    "at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::"
+    "{lambda(c10::BFloat16)#1}, std::array<char*, 2ul> >(int, at::native::GeluCUDAKernelImpl"
+    "(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#2}::"
+    "operator()() const::{lambda(c10::BFloat16)#1}, std::array<char*, 2ul>)": "normalisation_elementwise",
+    "Memcpy HtoD (Pinned -> Device)": "memcpy",
+    "Memset (Device)": "memcpy",
+    "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)": "other",
+    # CPU operators, as --cpu-smoke profiles them
+    "aten::addmm": "gemm",
+    "aten::_scaled_dot_product_flash_attention_for_cpu": "attention",
+    "aten::_fused_adamw_": "optimiser",
+    "aten::native_layer_norm": "normalisation_elementwise",
+}
+
+
+def test_kernels_are_grouped_by_what_they_compute():
+    check = _check_module()
+    assert {name: check.kernel_group(name) for name in KERNELS} == KERNELS
+
+
+def test_group_shares_and_idle_add_up_to_the_wall_time():
+    check = _check_module()
+    shares = check.group_shares([("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NTT", 50.0), ("Memset (Device)", 10.0)], 100.0)
+    assert shares["gemm"] == 0.5 and shares["memcpy"] == 0.1 and shares["idle"] == pytest.approx(0.4)
+    assert sum(shares.values()) == pytest.approx(1.0)
+
+
+def test_each_section_writes_the_json_when_it_ends(tmp_path, monkeypatch):
+    """A time cap that kills the check mid-section keeps the finished sections and their errors on disk."""
+    check = _check_module()
+    out = tmp_path / "gpu_check_pretrain.json"
+    seen = []
+
+    def first(sh, device):
+        return {"tokens_per_s": 1.0}
+
+    def broken(sh, device):
+        raise RuntimeError("out of memory")
+
+    def third(sh, device):
+        seen.append(json.loads(out.read_text()))  # what a kill here would leave behind
+        return {}
+
+    monkeypatch.setattr(check, "SECTIONS", {"first": first, "broken": broken, "third": third})
+    with pytest.raises(SystemExit) as exit_code:
+        check.main(["--cpu-smoke", "--out-dir", str(tmp_path)])
+    assert exit_code.value.code == 1
+    assert seen[0]["sections"] == {"first": {"tokens_per_s": 1.0}}
+    assert "out of memory" in seen[0]["errors"]["broken"]
+    final = json.loads(out.read_text())
+    assert set(final["sections"]) == {"first", "third"} and set(final["seconds"]) == {"first", "broken", "third"}

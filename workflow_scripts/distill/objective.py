@@ -56,12 +56,14 @@ class DistillObjective(nn.Module):
         layer_map: list[int],
         teacher_autocast=contextlib.nullcontext,
         kl_positions: str = "all",
+        kl_rows: int | None = None,
     ) -> None:
         super().__init__()
         self.model = student
         object.__setattr__(self, "teacher", teacher)  # not a submodule: not trained, saved or synchronised
         self.weights = {k: v for k, v in vars(weights).items() if v > 0}
         self.temperature, self.layer_map, self.kl_all = temperature, layer_map, kl_positions == "all"
+        self.kl_rows = kl_rows  # rows per chunk of the output terms; None: whole (distill/memory.kl_rows decides)
         self.teacher_autocast = teacher_autocast
         hs, ht = student.config.hidden_size, teacher.config.hidden_size
         self.proj = nn.Linear(hs, ht, bias=False) if hs != ht else nn.Identity()
@@ -137,9 +139,9 @@ class DistillObjective(nn.Module):
         tokens, width = norms["tokens"], self.teacher.config.hidden_size
         count = norms["tokens"] if self.kl_all else norms["masked"]
         if "kl" in w:
-            out["kl"] = losses.kl_logits(s_logits, t_logits, T) / count
+            out["kl"] = losses.kl_logits(s_logits, t_logits, T, self.kl_rows) / count
         if "soft_ce" in w:
-            out["soft_ce"] = losses.soft_cross_entropy(s_logits, t_logits, T) / count
+            out["soft_ce"] = losses.soft_cross_entropy(s_logits, t_logits, T, self.kl_rows) / count
         if "cosine" in w:
             out["cosine"] = losses.cosine_distance(self.proj(s_out.last_hidden_state), t_out.last_hidden_state) / tokens
         if "embedding_mse" in w:
