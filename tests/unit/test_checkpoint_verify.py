@@ -1,0 +1,174 @@
+"""Checkpoint and tokenizer directories are checked against their producer's provenance where
+each consumer loads them: continued pretraining and decay branches, the distillation teacher and
+student, pretraining from a vocabulary and packing (tokenizer only), the random-weight controls,
+hub snapshots and pinned local folders."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+from pretrain_fixtures import make_wordpiece, sentences, tiny_bert
+from transformers import BertTokenizerFast
+
+from workflow_scripts import provenance
+from workflow_scripts.controls.control import random_checkpoint
+from workflow_scripts.download.pin_checkpoints import pin_local
+from workflow_scripts.integrity import IntegrityError, sha256_file
+from workflow_scripts.pretrain.checkpoint import export_model
+from workflow_scripts.pretrain.model import load_pretrained
+from workflow_scripts.provenance import verify
+from workflow_scripts.tokenizer import load_tokenizer
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture(autouse=True)
+def fresh(monkeypatch):
+    """Each test starts with nothing verified, outside any Slurm allocation."""
+    monkeypatch.setattr(verify, "_verified", set())
+    monkeypatch.delenv("SLURM_JOB_ID", raising=False)
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory) -> Path:
+    """A tiny BERT exported and recorded as pretraining exports it (engine.py)."""
+    root = tmp_path_factory.mktemp("ckpt")
+    vocab = make_wordpiece(root / "vocab", sentences(200), 120)
+    tokenizer = BertTokenizerFast.from_pretrained(vocab)
+    out = root / "results" / "pretrain" / "m"
+    written = export_model(tiny_bert(16, 1, 2, len(tokenizer)), tokenizer, out)
+    provenance.record(out, step="pretrain", inputs={"tokenizer": vocab}, outputs=written)
+    return out
+
+
+@pytest.fixture
+def ckpt(exported, tmp_path) -> Path:
+    """A copy of the checkpoint elsewhere (the record's paths name the original; names inside count)."""
+    copy = tmp_path / "m"
+    shutil.copytree(exported, copy)
+    return copy
+
+
+def _change(path: Path) -> tuple[str, str]:
+    """Flip one byte, keeping the time stamp (as bit rot does); return (expected, found) sha256."""
+    before, st = sha256_file(path), path.stat()
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x20
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    return before, sha256_file(path)
+
+
+def _names_both(exc: pytest.ExceptionInfo, path: Path, sums: tuple[str, str]) -> None:
+    message = str(exc.value)
+    assert message.startswith(f"{path}:") and f"expected sha256 {sums[0]}, found {sums[1]}" in message
+
+
+@pytest.mark.parametrize("role", ["--init", "--teacher"])
+def test_continued_pretraining_and_distillation_stop_on_a_changed_config(ckpt, role):
+    model, _ = load_pretrained(str(ckpt), role)
+    assert model.config.hidden_size == 16
+    sums = _change(ckpt / "config.json")
+    with pytest.raises(IntegrityError) as exc:
+        load_pretrained(str(ckpt), role)
+    _names_both(exc, ckpt / "config.json", sums)
+    assert f"snakemake --forcerun {ckpt}/provenance.json" in str(exc.value)
+
+
+def test_a_flipped_weight_stops_a_teacher_before_it_is_loaded(ckpt):
+    sums = _change(ckpt / "model.safetensors")
+    with pytest.raises(IntegrityError) as exc:
+        load_pretrained(str(ckpt), "--teacher")
+    _names_both(exc, ckpt / "model.safetensors", sums)
+
+
+def test_a_tokenizer_load_checks_the_tokenizer_files_only(ckpt):
+    _change(ckpt / "model.safetensors")  # not what packing or a vocabulary's consumers read
+    assert len(load_tokenizer(str(ckpt), "--tokenizer")) > 10
+    sums = _change(ckpt / "tokenizer.json")
+    with pytest.raises(IntegrityError) as exc:
+        load_tokenizer(str(ckpt), "--tokenizer")
+    _names_both(exc, ckpt / "tokenizer.json", sums)
+
+
+def test_a_control_stops_on_a_changed_tokenizer_config(ckpt, tmp_path):
+    sums = _change(ckpt / "tokenizer_config.json")
+    with pytest.raises(IntegrityError) as exc:
+        random_checkpoint(str(ckpt), 0, tmp_path / "control")
+    _names_both(exc, ckpt / "tokenizer_config.json", sums)
+    assert not (tmp_path / "control").exists()
+
+
+def test_a_missing_recorded_file_and_a_missing_record_are_errors(ckpt, tmp_path, monkeypatch):
+    (ckpt / "tokenizer.json").unlink()
+    with pytest.raises(IntegrityError, match=rf"{ckpt}/tokenizer.json: missing \(its producer recorded sha256 [0-9a-f]{{64}}\)"):
+        load_pretrained(str(ckpt), "--init")
+    # a product of the workflow (under the run directory's results/) must have its record
+    monkeypatch.chdir(tmp_path)
+    product = Path("results/pretrain/m")
+    shutil.copytree(ckpt, product)
+    (product / "provenance.json").unlink()
+    with pytest.raises(IntegrityError, match=r"results/pretrain/m/provenance.json: missing, so the --init checkpoint"):
+        load_pretrained(str(product), "--init")
+
+
+def test_a_hub_snapshot_is_checked_against_its_file_list(ckpt):
+    files = [
+        {"path": p.name, "sha256": sha256_file(p), "bytes": p.stat().st_size}
+        for p in sorted(ckpt.iterdir())
+        if p.name != provenance.FILENAME
+    ]
+    provenance.record(ckpt, step="download_model", inputs={}, extra={"files": files})
+    sums = _change(ckpt / "tokenizer.json")
+    with pytest.raises(IntegrityError) as exc:
+        load_pretrained(str(ckpt), "--init")
+    _names_both(exc, ckpt / "tokenizer.json", sums)
+
+
+def test_a_local_folder_is_read_with_a_warning_until_pinned_then_checked(ckpt, tmp_path, monkeypatch, caplog):
+    folder = tmp_path / "mine"
+    shutil.copytree(ckpt, folder, ignore=shutil.ignore_patterns(provenance.FILENAME))
+    run = tmp_path / "study"
+    run.mkdir()
+    monkeypatch.chdir(run)
+    with caplog.at_level(logging.WARNING):
+        load_pretrained(str(folder), "--init")
+    assert f"{folder}: --init read unverified" in caplog.text and "pin_checkpoints" in caplog.text
+    config = {"models": {"mine": {"kind": "external", "checkpoint": str(folder)}}}
+    assert pin_local(config, run) == {"mine": run / "results/raw/models/mine.pinned.json"}
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        load_pretrained(str(folder), "--init")
+    assert "verified against results/raw/models/mine.pinned.json" in caplog.text
+    sums = _change(folder / "config.json")
+    with pytest.raises(IntegrityError) as exc:
+        load_pretrained(str(folder), "--init")
+    _names_both(exc, folder / "config.json", sums)
+    assert "if you changed the checkpoint on purpose, record it again" in str(exc.value)
+
+
+def test_a_slurm_allocation_hashes_a_file_once_and_says_so(ckpt, tmp_path, monkeypatch, caplog):
+    monkeypatch.setenv("SLURM_JOB_ID", "4242")
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    hashed = []
+    real = verify.sha256_stream
+    monkeypatch.setattr(verify, "sha256_stream", lambda p: hashed.append(p.name) or real(p))
+    verify.verify_checkpoint(ckpt, "fine-tuned")
+    assert "model.safetensors" in hashed
+    n = len(hashed)
+    verify._verified.clear()  # another run of the allocation: a new process
+    with caplog.at_level(logging.INFO):
+        verify.verify_checkpoint(ckpt, "fine-tuned")
+    assert len(hashed) == n
+    assert f"0 hashed, {n} unchanged since an earlier check" in caplog.text
+    # a file written since, even with its modification time set back, is hashed again
+    verify._verified.clear()
+    sums = _change(ckpt / "model.safetensors")
+    with pytest.raises(IntegrityError) as exc:
+        verify.verify_checkpoint(ckpt, "fine-tuned")
+    _names_both(exc, ckpt / "model.safetensors", sums)
