@@ -19,7 +19,7 @@ def load_tokenizer(path: str, where: str):
     p = Path(path)
     if not p.is_dir():
         raise PipelineError(f"{path}: tokenizer directory not found; build the vocabulary first (results/vocab/<name>)")
-    verify_checkpoint(p, f"{where} tokenizer", weights=False)
+    verify_checkpoint(p, where, weights=False)
     try:
         return AutoTokenizer.from_pretrained(str(p))
     except Exception as exc:  # transformers raises many types for unreadable tokenizer dirs

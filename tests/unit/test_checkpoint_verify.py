@@ -113,7 +113,7 @@ def test_a_missing_recorded_file_and_a_missing_record_are_errors(ckpt, tmp_path,
     product = Path("results/pretrain/m")
     shutil.copytree(ckpt, product)
     (product / "provenance.json").unlink()
-    with pytest.raises(IntegrityError, match=r"results/pretrain/m/provenance.json: missing, so the --init checkpoint"):
+    with pytest.raises(IntegrityError, match=r"results/pretrain/m/provenance.json: missing, so the checkpoint given as --init cannot"):
         load_pretrained(str(product), "--init")
 
 
@@ -138,7 +138,7 @@ def test_a_local_folder_is_read_with_a_warning_until_pinned_then_checked(ckpt, t
     monkeypatch.chdir(run)
     with caplog.at_level(logging.WARNING):
         load_pretrained(str(folder), "--init")
-    assert f"{folder}: --init read unverified" in caplog.text and "pin_checkpoints" in caplog.text
+    assert f"{folder} (--init): read unverified" in caplog.text and "pin_checkpoints" in caplog.text
     config = {"models": {"mine": {"kind": "external", "checkpoint": str(folder)}}}
     assert pin_local(config, run) == {"mine": run / "results/raw/models/mine.pinned.json"}
     caplog.clear()

@@ -186,7 +186,7 @@ def finetune(
     source = data.split_dir(task_dir, task, fold)
     splits = data.read_splits(source, task.type)
     labels = data.label_set(task, splits)
-    verify_checkpoint(model_path, "fine-tuned")
+    verify_checkpoint(model_path, "--model")
     tokenizer = load_tokenizer(model_path)
     enc = encoding_for(settings, labels, tokenizer, model_path)
     if needs_markers(enc):

@@ -138,11 +138,11 @@ def verify_checkpoint(directory: str | os.PathLike, role: str, weights: bool = T
     if record_path is None:
         if directory.resolve().is_relative_to(Path("results").resolve()):
             raise IntegrityError(
-                f"{directory / FILENAME}: missing, so the {role} checkpoint cannot be verified; "
+                f"{directory / FILENAME}: missing, so the checkpoint given as {role} cannot be verified; "
                 + rebuild_hint(directory, directory / FILENAME)
             )
         log.warning(
-            "%s: %s read unverified: an external folder without a recorded checksum; `%s` records one",
+            "%s (%s): read unverified, an external folder without recorded checksums; `%s` records them",
             directory,
             role,
             PIN_COMMAND,
@@ -158,4 +158,4 @@ def verify_checkpoint(directory: str | os.PathLike, role: str, weights: bool = T
     size = sum((directory / name).stat().st_size for name in files)
     reused = len(files) - hashed
     how = f"{hashed} hashed" + (f", {reused} unchanged since an earlier check (size, times, inode)" if reused else "")
-    log.info("%s: %s verified against %s: %d files, %.1f MB, %s", directory, role, record_path, len(files), size / 1e6, how)
+    log.info("%s (%s): verified against %s: %d files, %.1f MB, %s", directory, role, record_path, len(files), size / 1e6, how)
