@@ -50,7 +50,8 @@ def test_a_flipped_weight_stops_fine_tuning_naming_the_file_and_both_checksums(p
     model = tmp_path / "model"
     shutil.copytree(pretrained, model, ignore=shutil.ignore_patterns("training_state"))
     weights = model / "model.safetensors"
-    recorded = {Path(o["path"]).name: o["sha256"] for o in json.loads((model / "provenance.json").read_text())["outputs"]}
+    outputs = json.loads((model / "provenance.json").read_text())["outputs"]
+    recorded = {Path(o["path"]).name: o["sha256"] for o in outputs}
     assert sha256_file(weights) == recorded["model.safetensors"]
     with caplog.at_level(logging.INFO):
         ft.main(finetune_args(model, tmp_path, "before"))

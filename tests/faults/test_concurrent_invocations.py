@@ -22,7 +22,10 @@ from workflow_scripts import workdir_lock
 
 LOCKED = "Error: Directory cannot be locked. Another Snakemake instance is running in"
 TARGET = "results/configs/report.yaml"  # a settings file: a local job of milliseconds
-HOLD = "import sys, time; from workflow_scripts import workdir_lock as w; m = w.acquire(sys.argv[1:]); print(m or 'held', flush=True); time.sleep({})"
+HOLD = (
+    "import sys, time; from workflow_scripts import workdir_lock as w; "
+    "print(w.acquire(sys.argv[1:]) or 'held', flush=True); time.sleep({})"
+)
 
 
 def _hold(workdir: Path, *argv: str, seconds: float = 60) -> subprocess.Popen:
@@ -107,7 +110,7 @@ def workdir(tmp_path_factory) -> Path:
 def test_two_snakemake_invocations_at_once_end_with_one_clear_locked_line(workdir, second):
     procs = [_start(workdir), _start(workdir, *second)]
     results = [(p.wait(timeout=600), *p.communicate()) for p in procs]
-    for rc, out, err in results:
+    for rc, _, err in results:
         assert "Traceback" not in err and "FileNotFoundError" not in err, err[-3000:]
         assert rc == 0 or (rc == 1 and LOCKED in err), err[-3000:]
     assert sum(rc == 0 for rc, _, _ in results) >= 1

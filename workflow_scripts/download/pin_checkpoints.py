@@ -122,7 +122,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     print(f"{args.config}: pinned {len(pinned)} checkpoint(s)" + "".join(f"\n  {n}: {c}" for n, c in pinned.items()))
     config = yaml.safe_load(args.config.read_text(encoding="utf-8")) or {}
     recorded = pin_local(config, args.directory or args.config.resolve().parent)
-    print(f"{args.config}: recorded {len(recorded)} local folder(s)" + "".join(f"\n  {n}: {p}" for n, p in recorded.items()))
+    listed = "".join(f"\n  {n}: {p}" for n, p in recorded.items())
+    print(f"{args.config}: recorded {len(recorded)} local folder(s){listed}")
 
 
 if __name__ == "__main__":

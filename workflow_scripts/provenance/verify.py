@@ -79,7 +79,10 @@ def rebuild_hint(directory: Path, record_path: Path) -> str:
             f"restore it from your copy of the checkpoint, or, if you changed the checkpoint on purpose, "
             f"record it again: {PIN_COMMAND}"
         )
-    return f"rebuild it: snakemake --forcerun {directory / FILENAME} (a model's files are write-protected: chmod u+w them first)"
+    return (
+        f"rebuild it: snakemake --forcerun {directory / FILENAME} "
+        "(its model files are write-protected: chmod u+w them first, unless root)"
+    )
 
 
 def _allocation_marker(key: tuple) -> Path | None:
@@ -120,9 +123,7 @@ def verify_file(path: Path, expected: str, hint: str) -> bool:
         return False
     found = sha256_stream(path)
     if found != expected:
-        raise IntegrityError(
-            f"{path}: changed since it was written: expected sha256 {expected}, found {found}; {hint}"
-        )
+        raise IntegrityError(f"{path}: changed since it was written: expected sha256 {expected}, found {found}; {hint}")
     _remember(key, marker)
     return True
 
@@ -158,4 +159,5 @@ def verify_checkpoint(directory: str | os.PathLike, role: str, weights: bool = T
     size = sum((directory / name).stat().st_size for name in files)
     reused = len(files) - hashed
     how = f"{hashed} hashed" + (f", {reused} unchanged since an earlier check (size, times, inode)" if reused else "")
-    log.info("%s (%s): verified against %s: %d files, %.1f MB, %s", directory, role, record_path, len(files), size / 1e6, how)
+    mb = size / 1e6
+    log.info("%s (%s): verified against %s: %d files, %.1f MB, %s", directory, role, record_path, len(files), mb, how)
