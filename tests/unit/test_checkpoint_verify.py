@@ -170,7 +170,7 @@ def test_a_slurm_allocation_hashes_a_file_once_and_says_so(ckpt, tmp_path, monke
     with caplog.at_level(logging.INFO):
         verify.verify_checkpoint(ckpt, "fine-tuned")
     assert len(hashed) == n
-    assert f"0 hashed, {n} unchanged since an earlier check" in caplog.text
+    assert f"0 hashed, {n} unchanged since checked in Slurm job 4242" in caplog.text
     # a file written since, even with its modification time set back, is hashed again
     verify._verified.clear()
     sums = _change(ckpt / "model.safetensors")

@@ -10,13 +10,13 @@ A local checkpoint folder of the user's (``kind: external`` with a path) has no 
 ``pin_checkpoints`` writes one under ``results/raw/models/<model>.pinned.json`` and every later read
 is checked against it. An unpinned folder is read with a warning saying it was not verified.
 
-Hashing BERT-large's weights takes about a second (``benchmarks/README.md``), as long as a short
-fine-tuning run forked from the preloaded interpreter. So a file is hashed once per process and,
-inside a Slurm allocation (a group job running many fine-tuning runs), once per allocation: a marker
-in the node's temporary directory, keyed by the file's path, size, modification and change times,
-inode and the expected sha256, lets the allocation's later runs reuse the result, and each says so in
-its log. Any write to the file moves its change time, so only damage below the file system (a bad
-disk block) goes unseen until the next allocation.
+Hashing BERT-large's weights took 2.3 s on our loaded 2-core machine (``benchmarks/README.md``),
+more than the start-up of a fine-tuning run forked from the preloaded interpreter. So a file is
+hashed once per process and, inside a Slurm allocation (a group job running many fine-tuning
+runs), once per allocation: a marker in the node's temporary directory, keyed by the file's path,
+size, modification and change times, inode and expected sha256, lets the allocation's later runs
+reuse the result, and each says so in its log. Any write to the file moves its change time, so
+only damage below the file system (a bad disk block) goes unseen until the next allocation.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def rebuild_hint(directory: Path, record_path: Path) -> str:
         )
     return (
         f"rebuild it: snakemake --forcerun {directory / FILENAME} "
-        "(its model files are write-protected: chmod u+w them first, unless root)"
+        "(chmod u+w its write-protected files first, unless you are root)"
     )
 
 
@@ -95,11 +95,12 @@ def _allocation_marker(key: tuple) -> Path | None:
 
 
 def _reused(key: tuple, marker: Path | None) -> str | None:
+    """Where this file was verified before with the same size, times and inode, if it was."""
     if key in _verified:
-        return "earlier in this process"
+        return "in this process"
     if marker is not None and marker.is_file():
         _verified.add(key)
-        return f"earlier in Slurm job {os.environ['SLURM_JOB_ID']} ({marker.read_text().strip()})"
+        return f"in Slurm job {os.environ['SLURM_JOB_ID']}"
     return None
 
 
@@ -112,20 +113,21 @@ def _remember(key: tuple, marker: Path | None) -> None:
         tmp.replace(marker)
 
 
-def verify_file(path: Path, expected: str, hint: str) -> bool:
-    """Check one recorded file; True if it was hashed now, False if reused from an earlier check."""
+def verify_file(path: Path, expected: str, hint: str) -> str | None:
+    """Check one recorded file; None if it was hashed now, else where it was verified before."""
     if not path.is_file():
         raise IntegrityError(f"{path}: missing (its producer recorded sha256 {expected}); {hint}")
     st = path.stat()
     key = (str(path.resolve()), st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, expected)
     marker = _allocation_marker(key)
-    if _reused(key, marker):
-        return False
+    earlier = _reused(key, marker)
+    if earlier:
+        return earlier
     found = sha256_stream(path)
     if found != expected:
         raise IntegrityError(f"{path}: changed since it was written: expected sha256 {expected}, found {found}; {hint}")
     _remember(key, marker)
-    return True
+    return None
 
 
 def verify_checkpoint(directory: str | os.PathLike, role: str, weights: bool = True) -> None:
@@ -155,9 +157,10 @@ def verify_checkpoint(directory: str | os.PathLike, role: str, weights: bool = T
     if not files:
         raise IntegrityError(f"{record_path}: records no file checksums; {rebuild_hint(directory, record_path)}")
     hint = rebuild_hint(directory, record_path)
-    hashed = sum(verify_file(directory / name, sha, hint) for name, sha in sorted(files.items()))
-    size = sum((directory / name).stat().st_size for name in files)
-    reused = len(files) - hashed
-    how = f"{hashed} hashed" + (f", {reused} unchanged since an earlier check (size, times, inode)" if reused else "")
-    mb = size / 1e6
+    earlier = [verify_file(directory / name, sha, hint) for name, sha in sorted(files.items())]
+    reused = sorted({e for e in earlier if e})
+    how = f"{earlier.count(None)} hashed"
+    if reused:
+        how += f", {len(files) - earlier.count(None)} unchanged since checked {' and '.join(reused)}"
+    mb = sum((directory / name).stat().st_size for name in files) / 1e6
     log.info("%s (%s): verified against %s: %d files, %.1f MB, %s", directory, role, record_path, len(files), mb, how)
