@@ -71,27 +71,27 @@ def pin(path: Path, branch: str, opts: Options) -> dict[str, str]:
     return {name: commits[repo] for name, repo in todo.items()}
 
 
-def local_folders(config: dict) -> dict[str, str]:
-    """Record name -> folder of every checkpoint or ``init`` given as a path (not a model's name)."""
+def local_folders(config: dict) -> dict[str, tuple[str, str]]:
+    """Record name -> (config key, folder) of every checkpoint or ``init`` given as a path."""
     models = config.get("models") or {}
     out = {}
     for name, entry in models.items():
         entry = entry or {}
         if isinstance(entry.get("checkpoint"), str):
-            out[name] = entry["checkpoint"]
+            out[name] = (f"models.{name}.checkpoint", entry["checkpoint"])
         if isinstance(entry.get("init"), str) and entry["init"] not in models:
-            out[f"{name}.init"] = entry["init"]
+            out[f"{name}.init"] = (f"models.{name}.init", entry["init"])
     return out
 
 
 def pin_local(config: dict, root: Path) -> dict[str, Path]:
     """Record the files of each local checkpoint folder; return record name -> record path."""
     written = {}
-    for name, folder in sorted(local_folders(config).items()):
+    for name, (key, folder) in sorted(local_folders(config).items()):
         path = Path(folder).expanduser()
         path = path if path.is_absolute() else root / path
         if not path.is_dir():
-            raise PipelineError(f"models.{name.replace('.init', '')}: {folder}: local checkpoint folder not found")
+            raise PipelineError(f"{key}: {folder}: local checkpoint folder not found")
         found = [HubFile(p.name, 0, None, None) for p in sorted(path.iterdir()) if p.is_file()]
         files = [
             {"path": f.path, "sha256": sha256_stream(path / f.path), "bytes": (path / f.path).stat().st_size}
