@@ -5,7 +5,7 @@ import re
 import shlex
 import sys
 
-from workflow_scripts import numerics, paths, preload
+from workflow_scripts import numerics, paths, preload, workdir_lock
 from workflow_scripts.config import checkpoints, gpu_share, plan, step_settings
 from workflow_scripts.config.launch import launch_command
 from workflow_scripts.config.resources import MODEL_RULES, snakemake_resources
@@ -15,6 +15,13 @@ from workflow_scripts.download.hub import PIN_COMMAND
 from workflow_scripts.atomic import write_yaml
 from workflow_scripts.pack.index import build_index
 from workflow_scripts.download.local_copy import local_source, tree_state
+
+# One Snakemake per run directory: a second one stops with one clear line, never Snakemake's
+# lock race (workflow_scripts/workdir_lock.py). Jobs Snakemake starts itself skip it.
+if workflow.is_main_process:
+    _locked = workdir_lock.acquire(sys.argv)
+    if _locked:
+        sys.exit(_locked)
 
 try:
     STUDY = load_config(config, workflow.source_path("../schemas/config.schema.yaml"))

@@ -17,6 +17,7 @@ from .atomic import write_json, write_text
 from .errors import PipelineError
 
 SIDECAR = ".sha256"
+CHUNK = 8 << 20
 MANIFEST = "checksums.json"
 
 
@@ -29,6 +30,16 @@ def sha256_file(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(chunk), b""):
             h.update(block)
+    return h.hexdigest()
+
+
+def sha256_stream(path: str | os.PathLike) -> str:
+    """sha256 of a large file in one pass into a reused buffer (weights, packed blocks)."""
+    h = hashlib.sha256()
+    with open(path, "rb", buffering=0) as fh:
+        view = memoryview(bytearray(CHUNK))
+        while n := fh.readinto(view):
+            h.update(view[:n])
     return h.hexdigest()
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import PipelineError
+from .provenance.verify import verify_checkpoint
 
 
 def load_tokenizer(path: str, where: str):
@@ -18,6 +19,7 @@ def load_tokenizer(path: str, where: str):
     p = Path(path)
     if not p.is_dir():
         raise PipelineError(f"{path}: tokenizer directory not found; build the vocabulary first (results/vocab/<name>)")
+    verify_checkpoint(p, where, weights=False)
     try:
         return AutoTokenizer.from_pretrained(str(p))
     except Exception as exc:  # transformers raises many types for unreadable tokenizer dirs

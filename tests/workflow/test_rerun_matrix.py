@@ -10,13 +10,17 @@ jobs listed (rule -> count). README's "What reruns when you change X" is this ta
 from __future__ import annotations
 
 import copy
+import os
+import signal
+import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from workflow_harness import ROOT, copy_demo, planned_after, planned_jobs, run_demo
+from workflow_harness import BIN, ROOT, copy_demo, planned_after, planned_jobs, run_demo
 
 from workflow_scripts import paths
 from workflow_scripts.config import plan
@@ -254,3 +258,61 @@ def test_renaming_mednli_in_the_full_study_reruns_only_the_reports_settings(tmp_
     config["tasks"]["mednli"] = {**(config["tasks"]["mednli"] or {}), "display": "MedNLI (renamed)"}
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     assert _plan(tmp_path, "--", *files) == {"report_settings": 1, "report_settings_of_task": 1}
+
+
+# README's "Recomputing an output": what deleting, --forcerun and targets really do
+RUN = "results/finetune/tiny/demo-ner/fold~0/seed~1/metrics.json"
+WEIGHTS = "results/pretrain/tiny/model.safetensors"
+FORCED_MODEL = {"pretrain": 2, "distill": 1, "finetune": 2 * MODELS, "heldout_table": 1, **TABLES}
+
+
+@pytest.mark.parametrize("path", [RUN, WEIGHTS, "results/pretrain/tiny/config.json"])
+def test_a_deleted_output_is_rebuilt_only_when_named_or_forced(finished, path):
+    """Snakemake reruns a job for a missing output only when some job it must run needs it: with
+    the tables current, a plain run plans nothing; naming the file rebuilds it alone, with `all`
+    the tables too; --forcerun reruns its job and everything downstream."""
+    target = finished / path
+    saved, mode = target.read_bytes(), target.stat().st_mode
+    job = "finetune" if path == RUN else "pretrain"
+    target.unlink()
+    try:
+        assert _plan(finished) == {}
+        assert _plan(finished, "--", path) == {job: 1}
+        if path == RUN:
+            assert _plan(finished, "--", "all", path) == {job: 1, **TABLES}
+            assert _plan(finished, "--forcerun", path) == {job: 1, **TABLES}
+        else:
+            assert _plan(finished, "--forcerun", path) == FORCED_MODEL
+    finally:
+        target.write_bytes(saved)
+        target.chmod(mode)
+
+
+def test_forcerun_of_a_checkpoints_record_rebuilds_it_and_its_consumers(finished):
+    # what a failed checkpoint verification says to run
+    assert _plan(finished, "--forcerun", "results/pretrain/tiny/provenance.json") == FORCED_MODEL
+
+
+def test_after_a_killed_run_snakemake_says_unlock_and_unlock_works(finished):
+    """A run killed with SIGKILL leaves Snakemake's lock files: the next run that must write the
+    files they name stops with "Directory cannot be locked ... --unlock", and `--unlock` clears them."""
+    settings = "results/configs/report.yaml"
+    cmd = [str(BIN / "snakemake"), "--snakefile", str(ROOT / "Snakefile"), "--directory", str(finished)]
+    cmd += ["--workflow-profile", str(ROOT / "profiles" / "local"), "--cores", "1"]
+    env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    cmd += ["--forcerun", settings, "--", settings]
+    run = subprocess.Popen(cmd, env=env, start_new_session=True)
+    locks = finished / ".snakemake" / "locks"
+    deadline = time.time() + 300
+    while time.time() < deadline and not list(locks.glob("*.output.lock")) and run.poll() is None:
+        time.sleep(0.01)
+    os.killpg(run.pid, signal.SIGKILL)
+    run.wait()
+    assert list(locks.glob("*.lock")), "the run ended before it was killed"
+    stale = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    assert stale.returncode == 1 and "Directory cannot be locked" in stale.stderr and "--unlock" in stale.stderr
+    unlocked = subprocess.run([*cmd[:-3], "--unlock"], env=env, capture_output=True, text=True)
+    assert unlocked.returncode == 0 and "Unlocked working directory" in unlocked.stdout + unlocked.stderr
+    again = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert _plan(finished) == {}

@@ -17,6 +17,7 @@ from pathlib import Path
 from .. import provenance
 from ..cli import run
 from ..errors import PipelineError
+from ..provenance.verify import verify_checkpoint
 from .settings import load_control
 
 log = logging.getLogger(__name__)
@@ -29,6 +30,7 @@ def random_checkpoint(source: str, seed: int, out: Path) -> list[Path]:
 
     from ..pretrain.checkpoint import export_model
 
+    verify_checkpoint(source, "--of")
     try:
         config = AutoConfig.from_pretrained(source)
         tokenizer = AutoTokenizer.from_pretrained(source)

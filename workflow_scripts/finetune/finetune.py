@@ -27,6 +27,7 @@ from .. import optim, provenance
 from ..atomic import write_json, write_jsonl, write_yaml
 from ..cli import run
 from ..errors import PipelineError
+from ..provenance.verify import verify_checkpoint
 from ..tasks.metrics import compute, compute_all, metric_names, run_header, test_section
 from ..typed import to_dict
 from . import cache, chunks, data, heads, stability, tagging
@@ -185,6 +186,7 @@ def finetune(
     source = data.split_dir(task_dir, task, fold)
     splits = data.read_splits(source, task.type)
     labels = data.label_set(task, splits)
+    verify_checkpoint(model_path, "--model")
     tokenizer = load_tokenizer(model_path)
     enc = encoding_for(settings, labels, tokenizer, model_path)
     if needs_markers(enc):

@@ -8,14 +8,14 @@ naming the shard and how to rebuild it, instead of silently training on other to
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
 
-from ..integrity import IntegrityError
+from ..integrity import CHUNK, IntegrityError, sha256_stream
 
-CHUNK = 8 << 20
+__all__ = ["CHUNK", "block_files", "sha256_stream", "verify_blocks"]
+
 # (resolved path, size, mtime) of every file this process has verified.
 _verified: set[tuple[str, int, int]] = set()
 
@@ -24,15 +24,6 @@ def block_files(split: str, packing: str = "concatenate") -> tuple[str, ...]:
     """The files of one split; packing: documents adds each block's document starts."""
     starts = (f"{split}.starts.bin", f"{split}.starts_index.bin") if packing == "documents" else ()
     return f"{split}.tokens.bin", f"{split}.flags.bin", *starts
-
-
-def sha256_stream(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb", buffering=0) as fh:
-        view = memoryview(bytearray(CHUNK))
-        while n := fh.readinto(view):
-            h.update(view[:n])
-    return h.hexdigest()
 
 
 def recorded_checksums(directory: Path) -> dict[str, str]:

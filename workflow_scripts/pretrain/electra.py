@@ -20,6 +20,7 @@ from torch import nn
 from transformers import ElectraConfig, ElectraForMaskedLM, ElectraForPreTraining
 
 from ..errors import PipelineError
+from ..provenance.verify import verify_checkpoint
 from ..tokenizer import Specials, load_tokenizer
 from .batches import IGNORE_INDEX
 from .documents import document_inputs
@@ -95,6 +96,7 @@ def load_electra(
             f"{ref}: no {GENERATOR_DIR}/ subfolder with the generator; objective electra continues only from an "
             "ELECTRA run of this pipeline (or put an ElectraForMaskedLM checkpoint there)"
         )
+    verify_checkpoint(path, where)
     try:
         discriminator = ElectraForPreTraining.from_pretrained(ref, attn_implementation=settings.attention)
         generator = ElectraForMaskedLM.from_pretrained(path / GENERATOR_DIR, attn_implementation=settings.attention)

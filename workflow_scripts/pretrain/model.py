@@ -19,6 +19,7 @@ from transformers import (
 )
 
 from ..errors import PipelineError
+from ..provenance.verify import verify_checkpoint
 from ..tokenizer import Specials, looks_local
 from . import modernbert
 from .documents import document_inputs
@@ -31,6 +32,7 @@ def load_pretrained(ref: str, role: str, attention: str = "sdpa"):
     """(model, tokenizer) from a local checkpoint directory or, where reachable, a hub id."""
     if looks_local(ref) and not Path(ref).is_dir():
         raise PipelineError(f"{ref}: {role} checkpoint directory not found")
+    verify_checkpoint(ref, role)
     try:
         model = AutoModelForMaskedLM.from_pretrained(ref, attn_implementation=attention)
         tokenizer = AutoTokenizer.from_pretrained(ref)
