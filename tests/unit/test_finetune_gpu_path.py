@@ -5,11 +5,16 @@ compile once each."""
 
 from __future__ import annotations
 
+import gc
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
 
 from workflow_scripts import optim
+from workflow_scripts.errors import PipelineError
 from workflow_scripts.finetune import loop
 from workflow_scripts.finetune.batching import ahead, collate, train_batches
 from workflow_scripts.finetune.buckets import Padding, bucket_for, bucket_lengths, padding_for
@@ -50,9 +55,10 @@ def features(n: int, task_type: str = "ner", low: int = 5, high: int = 60, seed:
     return out
 
 
-def graphs_on_a_gpu(limit: int = 64, **kw) -> Execution:
-    """What a GPU run with cuda_graphs uses, its padding and compiled shapes run here on the CPU."""
-    return Execution(padding=Padding("graphs", limit), graphs=True, **kw)
+def graphs_on_a_gpu(limit: int, compile_backend) -> Execution:
+    """What a GPU run with cuda_graphs uses, its padding and compiled shapes run here on the CPU
+    (compiled by ``compile_backend``: inductor would take minutes on the CPU)."""
+    return Execution(padding=Padding("graphs", limit), graphs=True, compile_backend=compile_backend)
 
 
 def test_bucket_sets_and_the_cpu_keeps_padding_to_the_longest_member():
@@ -135,7 +141,8 @@ def test_bucketed_shapes_per_epoch_are_bounded_by_the_bucket_set(sdpa_flags):
     model = tiny_bert()
     model.register_forward_pre_hook(lambda m, args, kw: shapes.add(kw["input_ids"].shape[1]), with_kwargs=True)
     cfg = FinetuneSettings(batch_size=8, epochs=2, eval_every=0)
-    loop.fit(model, features(40), "ner", lambda m: {"score": 0.0}, cfg, 1, 0, CPU, execution=graphs_on_a_gpu(64))
+    execution = Execution(padding=Padding("graphs", 64))
+    loop.fit(model, features(40), "ner", lambda m: {"score": 0.0}, cfg, 1, 0, CPU, execution=execution)
     assert shapes <= {32, 64}
 
 
@@ -156,23 +163,32 @@ def test_bucketed_and_unbucketed_runs_give_the_same_losses_and_predictions(task_
 
 def test_evaluation_waits_for_the_device_once_per_split_not_per_batch(monkeypatch):
     model = tiny_bert()
-    calls = {name: 0 for name in ("item", "tolist", "cpu", "numpy", "__bool__", "__float__", "__int__")}
-    originals = {name: getattr(torch.Tensor, name) for name in calls}
+    calls: list[tuple[str, str]] = []
+    names = ("item", "tolist", "cpu", "numpy", "__bool__", "__float__", "__int__")
+    originals = {name: getattr(torch.Tensor, name) for name in names}
 
     def counting(name):
         def wrapped(self, *args, **kwargs):
-            calls[name] += 1
+            caller = sys._getframe(1)
+            calls.append((name, f"{Path(caller.f_code.co_filename).name}:{caller.f_lineno}"))
             return originals[name](self, *args, **kwargs)
 
         return wrapped
 
-    for name in calls:
-        monkeypatch.setattr(torch.Tensor, name, counting(name))
-    for execution in (None, graphs_on_a_gpu(64)):
-        calls.update(dict.fromkeys(calls, 0))
-        out = loop.predict(model, features(23), "ner", 0, FinetuneSettings(eval_batch_size=4), CPU, execution)
-        assert len(out) == 23  # six batches
-        assert calls == {**dict.fromkeys(calls, 0), "cpu": 1}
+    gc.collect()
+    gc.disable()  # a collection inside predict would run other objects' finalisers
+    try:
+        for name in names:
+            monkeypatch.setattr(torch.Tensor, name, counting(name))
+        for execution in (None, graphs_on_a_gpu(64, "eager")):
+            cfg = FinetuneSettings(eval_batch_size=4)
+            loop.predict(model, features(23), "ner", 0, cfg, CPU, execution)  # compiles its shapes, once
+            calls.clear()
+            out = loop.predict(model, features(23), "ner", 0, cfg, CPU, execution)
+            assert len(out) == 23  # six batches
+            assert [name for name, _ in calls] == ["cpu"], calls
+    finally:
+        gc.enable()
 
 
 def test_compiled_bucketed_shapes_compile_once_each_and_a_new_shape_runs_eagerly(monkeypatch):
@@ -184,7 +200,7 @@ def test_compiled_bucketed_shapes_compile_once_each_and_a_new_shape_runs_eagerly
         compiled.append(tuple(tuple(t.shape) for t in example_inputs if isinstance(t, torch.Tensor))[:1])
         return graph.forward
 
-    execution = graphs_on_a_gpu(64, compile_backend=counting_backend)
+    execution = graphs_on_a_gpu(64, counting_backend)
     cfg = FinetuneSettings(batch_size=4, eval_batch_size=4, epochs=1, dropout=0.0)
     model = tiny_bert()
     data = features(18, low=5, high=60)  # four batches of 4 and a last one of 2: eager
@@ -199,3 +215,18 @@ def test_compiled_bucketed_shapes_compile_once_each_and_a_new_shape_runs_eagerly
         torch._dynamo.reset()
     # training: at most one graph per bucket (rows 4 x widths 32, 64); evaluation: the same again
     assert 1 <= first <= 2 and again <= 4 and len(compiled) == again
+
+
+def test_a_run_records_its_backends_padding_and_graphs_in_metrics(tmp_path):
+    from test_finetune_run import make_bert, run_cli
+
+    bert = make_bert(tmp_path / "bert")
+    finetune = {"sdpa_backends": ["efficient", "math"], "cuda_graphs": True, "epochs": 1}
+    metrics = run_cli(tmp_path, bert, "nli", finetune=finetune)
+    assert metrics["execution"] == {
+        "sdpa_backends": ["efficient", "math"],
+        "padding": {"policy": "longest", "buckets": None},  # the CPU pads as it always did
+        "cuda_graphs": False,  # ignored on the CPU
+    }
+    with pytest.raises(PipelineError, match="sdpa_backends.*efficient or math"):
+        run_cli(tmp_path, bert, "nli", finetune={"sdpa_backends": ["flash"]}, name="flash-only")
