@@ -217,7 +217,7 @@ def test_compiled_bucketed_shapes_compile_once_each_and_a_new_shape_runs_eagerly
     assert 1 <= first <= 2 and again <= 4 and len(compiled) == again
 
 
-def test_a_run_records_its_backends_padding_and_graphs_in_metrics(tmp_path):
+def test_a_run_records_its_backends_padding_and_graphs_and_the_cpu_keeps_its_numbers(tmp_path):
     from test_finetune_run import make_bert, run_cli
 
     bert = make_bert(tmp_path / "bert")
@@ -228,5 +228,8 @@ def test_a_run_records_its_backends_padding_and_graphs_in_metrics(tmp_path):
         "padding": {"policy": "longest", "buckets": None},  # the CPU pads as it always did
         "cuda_graphs": False,  # ignored on the CPU
     }
+    # the CPU's numbers are those of torch's own choice, the kernels it used before any was named
+    before = run_cli(tmp_path, bert, "nli", finetune={**finetune, "sdpa_backends": []}, name="torch-choice")
+    assert (metrics["history"], metrics["test"]) == (before["history"], before["test"])
     with pytest.raises(PipelineError, match="sdpa_backends.*efficient or math"):
         run_cli(tmp_path, bert, "nli", finetune={"sdpa_backends": ["flash"]}, name="flash-only")

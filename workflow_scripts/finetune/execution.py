@@ -79,6 +79,8 @@ class Execution:
         """The model's forward: the same one, with its compiled shapes, while a run trains and
         scores one model; only the latest is kept (a grid's earlier models are freed)."""
         if self._last is None or self._last.model is not model:
+            if self._last is not None and self._last.compiled is not None:
+                torch._dynamo.reset()  # the earlier model's graphs and their memory go; its shapes count no more
             rows = {cfg.micro_batch_size or cfg.batch_size, cfg.eval_batch_size} if self.graphs else ()
             self._last = Forward(model, sorted(rows), self.padding.buckets, self.compile_backend)
         return self._last
