@@ -1,7 +1,7 @@
 """Fine-tuning on one GPU, through the pipeline's own device set-up and step: precision, SDPA
 backends, CUDA graphs, BERT-large and 512-token inputs, and 1, 2, 4, 8 runs sharing the card.
 
-    python benchmarks/gpu_check_finetune.py [--steps 30] [--runs 1 2 4 8] [--budget-s 170] [--cpu-smoke]
+    python benchmarks/gpu_check_finetune.py [--steps 30] [--runs 1 2 4 8] [--budget-s 120] [--cpu-smoke]
 
 Models are built from their configs (no hub, no network). Every case sets up the device with
 ``finetune/device.py``'s ``prepare`` (TF32 matmuls, the precision resolved as a run resolves it),
@@ -59,7 +59,7 @@ from workflow_scripts.finetune.settings import FinetuneSettings  # noqa: E402
 BASE = dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12, intermediate_size=3072)
 LARGE = dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096)
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
-TAGS, CLASSES, WARMUP, GRAPH_WARMUP = 5, 3, 5, 12
+TAGS, CLASSES, WARMUP, GRAPH_WARMUP = 5, 3, 5, 20
 DEFAULT = ["flash", "efficient", "math"]
 
 
@@ -258,7 +258,7 @@ def main(argv=None) -> None:
     parser.add_argument("--steps", type=int, default=None, help="timed steps per run (default 30; smoke 3)")
     parser.add_argument("--runs", type=int, nargs="+", default=None, help="runs per card (default 1 2 4 8; smoke 1 2)")
     parser.add_argument(
-        "--budget-s", type=float, default=None, help="start no part after this many seconds (default 170; smoke none)"
+        "--budget-s", type=float, default=None, help="start no part after this many seconds (default 120; smoke none)"
     )
     parser.add_argument("--cpu-smoke", action="store_true", help="tiny shapes, a few steps, on the CPU")
     parser.add_argument(
@@ -272,7 +272,7 @@ def main(argv=None) -> None:
     args.steps = args.steps or (3 if args.cpu_smoke else 30)
     args.runs = args.runs or ((1, 2) if args.cpu_smoke else (1, 2, 4, 8))
     args.device = args.device or ("cpu" if args.cpu_smoke else "cuda")
-    args.budget_s = args.budget_s or (float("inf") if args.cpu_smoke else 170.0)
+    args.budget_s = args.budget_s or (float("inf") if args.cpu_smoke else 120.0)
     if args.worker:
         return worker(args)
     if args.device == "cuda" and not torch.cuda.is_available():
