@@ -12,7 +12,7 @@ import torch
 from workflow_scripts.finetune import batching, heads
 
 PACKAGE = Path(__file__).resolve().parents[2] / "workflow_scripts" / "finetune"
-MODULES = ("loop.py", "batching.py", "heads.py", "chunks.py")
+MODULES = ("loop.py", "batching.py", "heads.py", "chunks.py", "execution.py", "buckets.py")
 
 # (module, function, call): each waits for the device once per evaluation, never per step
 OUTSIDE_THE_STEP = {

@@ -1,4 +1,5 @@
-"""Length-grouped batches and dynamic padding: each batch is padded only to its longest member."""
+"""Length-grouped batches and dynamic padding: each batch is padded only to its longest member
+(on a GPU, to the bucket that holds it: ``buckets``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from .buckets import Padding
 from .chunks import members
 from .heads import problem_type
 
@@ -68,11 +70,15 @@ def eval_batches(lengths: list[int], batch_size: int) -> list[list[int]]:
     return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
 
 
-def collate(features: list[dict[str, Any]], pad_id: int, task_type: str, device) -> dict[str, torch.Tensor]:
-    """A batch padded to its longest member, copied to ``device`` without waiting for it. A
-    batch without padding carries no attention mask: transformers then builds none, where a
-    mask costs a host-device synchronisation (``mask.all()``) at every forward."""
-    width = max(len(f["input_ids"]) for f in features)
+def collate(
+    features: list[dict[str, Any]], pad_id: int, task_type: str, device, padding: Padding | None = None
+) -> dict[str, torch.Tensor]:
+    """A batch padded to its longest member (or to its bucket, with ``padding``), copied to
+    ``device`` without waiting for it. A batch without padding carries no attention mask:
+    transformers then builds none, where a mask costs a host-device synchronisation
+    (``mask.all()``) at every forward. Batches of a static shape always carry one."""
+    padding = padding or Padding()
+    width = padding.width(max(len(f["input_ids"]) for f in features))
     n = len(features)
     ids = torch.full((n, width), pad_id, dtype=torch.long)
     mask = torch.zeros((n, width), dtype=torch.long)
@@ -84,7 +90,7 @@ def collate(features: list[dict[str, Any]], pad_id: int, task_type: str, device)
         if types is not None:
             types[i, :k] = torch.tensor(f["token_type_ids"])
     batch = {"input_ids": ids}
-    if any(len(f["input_ids"]) < width for f in features):
+    if padding.static or any(len(f["input_ids"]) < width for f in features):
         batch["attention_mask"] = mask
     if types is not None:
         batch["token_type_ids"] = types
@@ -119,6 +125,7 @@ def ahead(
     task_type: str,
     device,
     units: list[list[int]] | None = None,
+    padding: Padding | None = None,
 ) -> Iterator[tuple[list[int], dict[str, torch.Tensor]]]:
     """Each batch with its collated tensors, the next one collated (and its copy queued) before
     the current one is handed out, so the host prepares step n + 1 while the device runs step n.
@@ -126,7 +133,7 @@ def ahead(
     pending = None
     for idx in batches:
         chosen = [i for u in idx for i in units[u]] if units is not None else idx
-        ready = (idx, collate([features[i] for i in chosen], pad_id, task_type, device))
+        ready = (idx, collate([features[i] for i in chosen], pad_id, task_type, device, padding))
         if pending is not None:
             yield pending
         pending = ready

@@ -33,6 +33,7 @@ from ..typed import to_dict
 from . import cache, chunks, data, heads, stability, tagging
 from .decode import decode, label_scores
 from .device import prepare
+from .execution import Execution, execution_for
 from .features import MARKERS, Encoding, encode, needs_markers
 from .loop import Fit, Schedule, fit, predict, selection_value
 from .settings import FinetuneRunSettings, FinetuneSettings, GridSettings, load
@@ -139,6 +140,7 @@ def choose(
     vocab_size: int,
     device,
     schedule: Schedule | None = None,
+    execution: Execution | None = None,
 ):
     """Train each hyper-parameter setting from the same seed; keep the one best on dev (the
     earliest on ties) with its best dev state loaded."""
@@ -150,7 +152,9 @@ def choose(
         stability.apply(model, trial, model_path)
         model.to(device)
         label = f"finetune lr={trial.lr:g} batch={trial.batch_size}"
-        result = fit(model, train, task_type, evaluate, trial, seed, pad_id, device, label=label, schedule=schedule)
+        result = fit(
+            model, train, task_type, evaluate, trial, seed, pad_id, device, label, schedule, execution=execution
+        )
         grid.append(
             {
                 "lr": trial.lr,
@@ -205,6 +209,7 @@ def finetune(
         c = enc.chunks
         log.info("inputs up to %d tokens, read in chunks of %d (stride %d)", enc.max_length, c.length, c.stride)
     device, cfg = prepare(cfg, task.type)
+    execution = execution_for(cfg, device, enc.chunks.length if enc.chunks else enc.max_length)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     log.info(
         "%s on %s fold %d seed %d: %s examples, %s features, device %s",
@@ -227,7 +232,7 @@ def finetune(
         }
 
     def score(model, split: str) -> dict[str, float]:
-        outputs = predict(model, features[split], task.type, pad_id, cfg, device)
+        outputs = predict(model, features[split], task.type, pad_id, cfg, device, execution)
         preds = decode(outputs, chunks.leads(features[split]), splits[split], enc, cfg.threshold)
         return compute(names[0], data.gold(splits[split], task.type), preds, **scoring(split))
 
@@ -243,9 +248,10 @@ def finetune(
         len(tokenizer),
         device,
         schedule,
+        execution,
     )
     # The test split is read by nothing above: it is scored here once, with the chosen state.
-    outputs = predict(chosen_model, features["test"], task.type, pad_id, trial, device)
+    outputs = predict(chosen_model, features["test"], task.type, pad_id, trial, device, execution)
     leads = chunks.leads(features["test"])
     test_preds = decode(outputs, leads, splits["test"], enc, trial.threshold)
     test_gold = data.gold(splits["test"], task.type)
@@ -278,6 +284,7 @@ def finetune(
         "train_examples_per_s": round(result.train_examples / max(result.train_seconds, 1e-9), 2),
         "device": str(device),
         "precision": trial.precision,
+        "execution": execution.record(),
         "stability": {k: getattr(trial, k) for k in stability.KEYS},
     }
     out.mkdir(parents=True, exist_ok=True)

@@ -140,9 +140,9 @@ def encoder_mask(model, mask: torch.Tensor | None) -> torch.Tensor | None:
 
 
 def forward(model, batch: dict[str, torch.Tensor]) -> torch.Tensor:
-    """Logits for a collated batch, whatever the head."""
+    """Logits for a collated batch, whatever the head (``model`` may be compiled)."""
     inputs = {k: batch[k] for k in ("input_ids", "attention_mask", "token_type_ids") if k in batch}
-    if isinstance(model, PooledClassifier):
+    if isinstance(getattr(model, "_orig_mod", model), PooledClassifier):
         return model(entities=batch.get("entities"), **inputs)
     if "attention_mask" in inputs:
         inputs["attention_mask"] = encoder_mask(model, inputs["attention_mask"])

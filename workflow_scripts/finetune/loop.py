@@ -18,6 +18,7 @@ from .. import optim
 from ..progress import progress
 from . import chunks, heads, stability
 from .batching import ahead, eval_batches, loss_terms, micro_batches, train_batches
+from .execution import Execution, plain
 from .settings import FinetuneSettings
 
 log = logging.getLogger(__name__)
@@ -44,19 +45,23 @@ class Fit:
     train_examples: int = 0
 
 
-def predict(model, features, task_type: str, pad_id: int, cfg: FinetuneSettings, device) -> list[torch.Tensor]:
+def predict(
+    model, features, task_type: str, pad_id: int, cfg: FinetuneSettings, device, execution: Execution | None = None
+) -> list[torch.Tensor]:
     """Logits per feature, or per example read in chunks, pooled over its chunks (on CPU; token
     logits cut to the feature's length). They stay on the device until the split is scored,
-    then come back in one copy."""
+    then come back in one copy: no batch waits for the device."""
     model.eval()
+    execution = execution or plain(cfg)
+    forward = execution.forward(model, cfg)
     units = chunks.units(features)
     lengths = chunks.unit_lengths(features, units)
     batches = eval_batches(lengths, cfg.eval_batch_size)
     order, kept = [], []
-    with torch.inference_mode(), optim.autocast(device, cfg.precision):
-        for idx, batch in ahead(batches, features, pad_id, task_type, device, units):
+    with torch.inference_mode(), optim.autocast(device, cfg.precision), execution.attention():
+        for idx, batch in ahead(batches, features, pad_id, task_type, device, units, execution.padding):
             order.append(idx)
-            kept.append(chunks.pool(heads.forward(model, batch), batch, cfg.chunk_pooling).float())
+            kept.append(chunks.pool(forward(batch, keep=True), batch, cfg.chunk_pooling).float())
         flat = torch.cat([k.flatten() for k in kept]).cpu() if kept else torch.empty(0)
     out: list[torch.Tensor | None] = [None] * len(lengths)
     for idx, shape, part in zip(order, [k.shape for k in kept], flat.split([k.numel() for k in kept]), strict=True):
@@ -89,10 +94,13 @@ def fit(
     device: torch.device,
     label: str = "finetune",
     schedule: Schedule | None = None,
+    execution: Execution | None = None,
 ) -> Fit:
     """Train ``model`` on ``train`` features; ``evaluate(model)`` scores dev and returns metrics.
     ``schedule`` replaces the run's own (its planned steps, trained to the end). A batch holds
-    ``batch_size`` features, or examples with all their chunks."""
+    ``batch_size`` features, or examples with all their chunks. ``execution``: the SDPA
+    backends, padding and CUDA graphs (default: the settings' backends, no buckets, no graphs)."""
+    execution = execution or plain(cfg)
     rng = np.random.default_rng(seed)
     units = chunks.units(train)
     lengths = chunks.unit_lengths(train, units)
@@ -122,10 +130,9 @@ def fit(
         parts = micro_batches(
             train_batches(lengths, cfg.batch_size, rng, cfg.group_by_length), cfg.micro_batch_size, terms
         )
-        for (idx, batch), part in zip(
-            ahead([p.idx for p in parts], train, pad_id, task_type, device, units), parts, strict=True
-        ):
-            pending.append(backward(model, batch, part.share, update, cfg, task_type, device))
+        ready = ahead([p.idx for p in parts], train, pad_id, task_type, device, units, execution.padding)
+        for (idx, batch), part in zip(ready, parts, strict=True):
+            pending.append(backward(model, batch, part.share, update, cfg, task_type, device, execution))
             seen += len(idx)
             if not part.last:
                 continue
@@ -151,23 +158,43 @@ def fit(
     return best
 
 
-def train_step(model, batch, update: optim.Updater, cfg: FinetuneSettings, task_type: str, device) -> torch.Tensor:
+def train_step(
+    model,
+    batch,
+    update: optim.Updater,
+    cfg: FinetuneSettings,
+    task_type: str,
+    device,
+    execution: Execution | None = None,
+) -> torch.Tensor:
     """One optimiser step on a whole batch, queued without waiting for the device; returns the
     loss, on the device (what the GPU check and the dispatch benchmark time)."""
-    value = backward(model, batch, 1.0, update, cfg, task_type, device)
+    value = backward(model, batch, 1.0, update, cfg, task_type, device, execution)
     update.step(model.parameters(), cfg.grad_clip)
     return value
 
 
-def backward(model, batch, share: float, update: optim.Updater, cfg: FinetuneSettings, task_type: str, device):
+def backward(
+    model,
+    batch,
+    share: float,
+    update: optim.Updater,
+    cfg: FinetuneSettings,
+    task_type: str,
+    device,
+    execution: Execution | None = None,
+):
     """Forward and backward of one micro-batch, its loss weighted by its ``share`` of the batch's,
-    queued without waiting for the device; returns that weighted loss, on the device."""
-    with optim.autocast(device, cfg.precision):
-        logits = chunks.pool(heads.forward(model, batch), batch, cfg.chunk_pooling)
-        value = heads.loss(logits, batch, task_type)
-    if share != 1.0:
-        value = value * share
-    update.backward(value)
+    queued without waiting for the device; returns that weighted loss, on the device. The
+    execution's SDPA backends are in force for both passes."""
+    execution = execution or plain(cfg)
+    with execution.attention():
+        with optim.autocast(device, cfg.precision):
+            logits = chunks.pool(execution.forward(model, cfg)(batch), batch, cfg.chunk_pooling)
+            value = heads.loss(logits, batch, task_type)
+        if share != 1.0:
+            value = value * share
+        update.backward(value)
     return value.detach()
 
 
