@@ -26,12 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..finetune import memory, runtime
+from ..finetune import buckets, memory, runtime
 from ..tasks.spec import TaskSize, TaskSpec
 
 GPU_SHARE_UNITS = 840
-CUDA_PAD = 8  # on CUDA a batch's length pads up to a multiple of 8 (finetune/batching.py)
-GRAPH_STEPS = (32, 64, 96, 128)  # the smallest CUDA-graph buckets
 # a vocabulary may split the words into up to a quarter more pieces than bert-base-uncased's, in
 # which the registry's sizes are counted
 LENGTH_MARGIN = 1.25
@@ -82,18 +80,9 @@ class RunLengths:
     attention: int
 
 
-def graph_bucket(tokens: int) -> int:
-    """The CUDA-graph bucket that holds ``tokens``: 32, 64, 96, 128, then each twice the one two
-    below (192, 256, 384, 512, ...), as fine-tuning pads with ``cuda_graphs: true``."""
-    steps = list(GRAPH_STEPS)
-    while steps[-1] < tokens:
-        steps.append(2 * steps[-2])
-    return next(b for b in steps if b >= tokens)
-
-
 def run_lengths(settings: dict[str, Any], size: TaskSize | None, context: int) -> RunLengths:
     """A run's lengths from the task's recorded size: its longest and mean example with
-    ``LENGTH_MARGIN``, padded up as a GPU pads them (a multiple of ``CUDA_PAD``, the CUDA-graph
+    ``LENGTH_MARGIN``, padded up as a GPU pads them (a multiple of ``buckets.MULTIPLE``, the CUDA-graph
     bucket with ``cuda_graphs``, whole chunks for chunked inputs), at most what the run reads of
     an example; that most where the size is unknown."""
     ft = settings["finetune"]
@@ -102,13 +91,15 @@ def run_lengths(settings: dict[str, Any], size: TaskSize | None, context: int) -
         unit = int(ft.get("chunk_length") or context)
         cap = min(length, unit * ft["max_chunks"]) if ft.get("max_chunks") else length
     else:
-        unit, cap = CUDA_PAD, min(length, context)
+        unit, cap = buckets.MULTIPLE, min(length, context)
 
     def padded(tokens: float | None) -> int:
         if tokens is None:
             return cap
         width = unit * math.ceil(tokens * LENGTH_MARGIN / unit)
-        return min(cap, graph_bucket(width) if ft.get("cuda_graphs") and not ft.get("chunking") else width)
+        if ft.get("cuda_graphs") and not ft.get("chunking"):
+            width = buckets.bucket_for(width, buckets.bucket_lengths(cap, graphs=True))
+        return min(cap, width)
 
     size = size or TaskSize()
     longest = padded(size.max_tokens)
