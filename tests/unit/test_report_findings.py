@@ -49,7 +49,7 @@ def test_group_means_are_compared_pairwise_over_seeds(tmp_path, monkeypatch):
     rows = {(r["task"], r["model_a"], r["model_b"]): r for r in read_csv(tmp_path / "results/tables/comparisons.csv")}
     overall = rows[("mean:All", "pm", "ctl")]
     assert overall["n_pairs"] == "2"  # seeds 1 and 2 are the ones every task has
-    assert overall["beyond_noise"] == "True" and float(overall["mean_paired_difference"]) > 5
+    assert overall["verdict"] == "beyond" and float(overall["mean_paired_difference"]) > 5
     assert ("mean:Clinical", "pm", "ctl") in rows
 
 
@@ -65,11 +65,11 @@ def test_findings_state_effects_and_those_that_did_not_appear(tmp_path, monkeypa
         },
     )
     build(tmp_path, path)
-    items = findings.findings(load(path), tmp_path / "results/tables", None)
+    _, items = findings.findings(load(path), tmp_path / "results/tables", None)
     text = [f.sentence for f in items]
     won = next(s for s in text if s.startswith("ours-PM vs no pretraining, All mean"))
     assert "ours-PM is better beyond seed noise" in won and "95% CI" in won
     tie = next(s for s in text if s.startswith("scratch vs ours-PM, All mean"))
     assert "within seed noise: no effect appeared" in tie
-    page = findings.to_html(items, tmp_path / "results/tables", [])
+    page = findings.to_html("", items, tmp_path / "results/tables", [])
     assert "<ul id='findings'>" in page and "<table" in page and "no pretraining" in page
