@@ -132,5 +132,5 @@ def test_multibootstrap_with_one_pretraining_seed_resamples_fine_tuning_seeds_on
     d = np.array([[0.01, 0.03, 0.02, 0.04]])
     r = multibootstrap(d, np.zeros_like(d), samples=2000, seed=1)
     assert r.p_one_sided == 0.0 and 0.01 <= r.ci_low < r.ci_high <= 0.04
-    with pytest.raises(ValueError, match="same shape"):
+    with pytest.raises(ValueError, match="one shape"):
         multibootstrap(d, np.zeros((2, 4)))

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from .aggregate import compare, compare_to_baseline
 from .group_compare import GROUP_PREFIX, STATED_GROUPS, GroupComparison, compare_groups
 from .settings import ReportSettings
-from .significance import strictest_level, run_family
+from .significance import run_family, strictest_level
 from .stats import T_TEST, Paired, seeds_for_exact
 
 STATED, OTHER_GROUPS, PER_TASK, BASELINE = "stated group means", "other group means", "per task", "above baseline"

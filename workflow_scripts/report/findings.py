@@ -19,6 +19,7 @@ import argparse
 import base64
 import html
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -240,6 +241,21 @@ def findings(settings: ReportSettings, tables: Path, heldout: Path | None) -> tu
     return method(settings, comparisons), out
 
 
+CORRECTED_P = re.compile(r"corrected p(?: \(no correction\))? = ([0-9.e+-]+)")
+
+
+def unsupported(items: list[Finding], alpha: float) -> list[str]:
+    """Sentences that say "beyond" without printing a corrected p, or with one not below alpha
+    (a baseline sentence's claim ends where it lists "the others not")."""
+    out = []
+    for f in items:
+        claim = f.sentence.split("the others not:")[0]
+        ps = [float(p.rstrip(".")) for p in CORRECTED_P.findall(claim)]
+        if "beyond" in claim and not (ps and all(p < alpha for p in ps)):
+            out.append(f.sentence)
+    return out
+
+
 def to_markdown(intro: str, items: list[Finding]) -> str:
     lines = ["## Findings", "", intro, ""]
     lines += [f"- {f.sentence}" for f in items] or ["- No comparison is configured (aggregation.compare)."]
@@ -281,7 +297,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--plot", type=Path, action="append", default=[], help="a figure shown on the page")
     args = parser.parse_args(argv)
     started = provenance.now()
-    intro, items = findings(load(args.settings), args.tables, args.heldout)
+    settings = load(args.settings)
+    intro, items = findings(settings, args.tables, args.heldout)
+    wrong = unsupported(items, settings.significance.alpha)
+    if wrong:
+        raise PipelineError(f"a finding says 'beyond' without a corrected p below alpha: {wrong[0]}")
     md, page = args.tables / "findings.md", args.tables / "findings.html"
     write_text(md, to_markdown(intro, items))
     write_text(page, to_html(intro, items, args.tables, args.plot))

@@ -49,7 +49,7 @@ def multibootstrap(
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a.shape != b.shape or a.ndim != 2:
         raise ValueError(
-            f"expected two score arrays of the same shape [pretraining seed, fine-tuning seed], got {a.shape} and {b.shape}"
+            f"expected two score arrays of one shape [pretraining seed, fine-tuning seed], got {a.shape}, {b.shape}"
         )
     deltas = replicates(a - b, samples, np.random.default_rng(seed))
     tail = (1.0 - confidence) / 2
