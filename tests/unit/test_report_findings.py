@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import test_report_tables
 import yaml
 from test_report_tables import MODELS, build, make_study, read_csv
 
-from workflow_scripts.report import findings
+from workflow_scripts.report import anomalies, findings
+from workflow_scripts.report.families import PER_TASK
 from workflow_scripts.report.settings import load
 
 CONTROLS = {
@@ -141,3 +143,19 @@ def test_baseline_claims_print_their_tests_and_anomalies_are_named(tmp_path, mon
     assert any(
         s.startswith("Anomaly, GAD: the control no pretraining (95.0) scores at or above every one") for s in anomaly
     )
+
+
+def test_a_task_whose_seeds_spread_wider_than_its_compared_differences_is_named(tmp_path, monkeypatch):
+    settings = load(_study(tmp_path, monkeypatch))
+    spread = pd.DataFrame(
+        [("mednli", "lewis", m, std) for m, std in (("pm", 6.0), ("scratch", 4.0), ("ctl", 5.0))]
+        + [("gad", "lewis", m, 0.5) for m in ("pm", "scratch", "ctl")],
+        columns=["task", "benchmark", "model", "std"],
+    )
+    comparisons = pd.DataFrame(
+        [(task, "lewis", PER_TASK, diff) for task in ("mednli", "gad") for diff in (3.0, -2.0)],
+        columns=["task", "benchmark", "family", "difference"],
+    )
+    (sentence,) = anomalies.spread_anomalies(settings, spread, comparisons)
+    assert sentence.startswith("Anomaly, MedNLI: its seeds spread wider (standard deviation over seeds 5.0")
+    assert "median |difference| 2.5 over the 2 compared pairs" in sentence

@@ -12,6 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from .controls import real_models
+from .families import PER_TASK
 from .settings import ReportSettings
 
 
@@ -50,7 +51,7 @@ def control_anomalies(settings: ReportSettings, medians: pd.DataFrame) -> list[s
 def spread_anomalies(settings: ReportSettings, spread: pd.DataFrame, comparisons: pd.DataFrame) -> list[str]:
     """One sentence per task whose seeds spread wider than the compared pairs' differences on it
     (in the view the main table shows)."""
-    shown = comparisons[(comparisons["family"] == "per task") & comparisons["difference"].notna()]
+    shown = comparisons[(comparisons["family"] == PER_TASK) & comparisons["difference"].notna()]
     out = []
     for task, t in settings.tasks.items():
         pairs = shown[shown["task"] == task]
