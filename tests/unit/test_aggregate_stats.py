@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from workflow_scripts.report.stats import bootstrap_ci, paired_comparison, sign_flip_p, summarise
+from workflow_scripts.report.stats import bootstrap_ci, summarise
 
 
 def test_median_mean_and_spread():
@@ -34,18 +34,3 @@ def test_bootstrap_interval_matches_the_exact_resampling_distribution():
     assert lo == pytest.approx(np.quantile(exact, 0.05), abs=0.12)
     assert hi == pytest.approx(np.quantile(exact, 0.95), abs=0.12)
     assert bootstrap_ci(values, "mean", 500, 0.9, seed=3) == bootstrap_ci(values, "mean", 500, 0.9, seed=3)
-
-
-def test_sign_flip_p_is_exact_for_few_pairs():
-    assert sign_flip_p([1.0] * 5, seed=0) == pytest.approx(2 / 32)
-    assert sign_flip_p([1.0, -1.0, 1.0, -1.0], seed=0) == 1.0
-
-
-def test_paired_comparison_separates_shift_from_noise():
-    a = [0.80, 0.82, 0.81, 0.83, 0.80]
-    shifted = paired_comparison(a, [x - 0.02 for x in a], 1000, 0.95, 0)
-    assert shifted.beyond_noise and shifted.wins == 5
-    assert shifted.mean_diff == pytest.approx(0.02)
-    noisy = paired_comparison(a, [0.81, 0.81, 0.82, 0.82, 0.80], 1000, 0.95, 0)
-    assert not noisy.beyond_noise
-    assert noisy.ci_low < 0 < noisy.ci_high

@@ -286,7 +286,9 @@ def test_comparisons_pair_runs_by_fold_and_seed(tmp_path):
     bc5 = next(r for r in rows if r["task"] == "bc5chem")
     assert (bc5["model_a"], bc5["model_b"], bc5["n_pairs"]) == ("pm", "scratch", "3")
     assert float(bc5["mean_paired_difference"]) == pytest.approx(10.0)
-    assert bc5["beyond_noise"] == "True" and bc5["wins_a"] == "3"
+    assert bc5["verdict"] == "beyond" and bc5["wins_a"] == "3"
+    # 5 claims per task and view: the exact test needs 2 / 2^n < 0.05 / 5, n = 8
+    assert bc5["test"] == "paired t-test" and bc5["seeds_for_exact"] == "8" and bc5["family_size"] == "5"
 
 
 def test_mean_statistic_and_full_blurb_score(tmp_path):

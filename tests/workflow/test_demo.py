@@ -10,6 +10,8 @@ import pytest
 import yaml
 from workflow_harness import copy_demo, planned_after, run_demo
 
+from workflow_scripts.report.findings import Finding, unsupported
+
 pytestmark = pytest.mark.slow
 
 # Study-wide tables and their settings: rerun whenever a run or a model is added.
@@ -254,7 +256,7 @@ def _train_longer_controls(demo_run: Path) -> set[str]:
 # clinical task): for those a sign is noise, and only the findings' statement of them is asserted.
 def _beyond_noise(demo_run: Path, a: str, b: str) -> None:
     row = _compared(demo_run, "All")[(a, b)]
-    assert row["beyond_noise"] and row["mean_paired_difference"] > 0 and row["value_a"] > row["value_b"], row
+    assert row["verdict"] == "beyond" and row["mean_paired_difference"] > 0 and row["value_a"] > row["value_b"], row
 
 
 def test_every_pretrained_model_beats_the_no_pretraining_control_beyond_noise(demo_run):
@@ -281,9 +283,10 @@ def test_no_task_sits_at_its_no_training_baseline_for_every_model(demo_run):
         assert row[real].max() > row[baseline] + 1.0, (task, row.to_dict())
 
 
-def test_findings_state_every_comparison_with_its_interval_and_verdict(demo_run):
+def test_findings_state_every_comparison_with_its_test_and_verdict(demo_run):
     """Each configured pair on the All and Clinical means is one sentence of findings.md with both
-    values, the paired interval and the verdict that interval gives: beyond noise or within it."""
+    values, the test, n, the interval, raw and corrected p and the verdict the corrected p gives;
+    no sentence says "beyond" unless its corrected p is below alpha."""
     cfg = _study(demo_run)
     display = {m: e.get("display", m) for m, e in cfg["models"].items()}
     lines = (demo_run / "results/tables/findings.md").read_text().splitlines()
@@ -295,10 +298,17 @@ def test_findings_state_every_comparison_with_its_interval_and_verdict(demo_run)
             (sentence,) = [line for line in lines if f"{display[a]} vs {display[b]}, {group} mean:" in line]
             assert f"{row['value_a']:.1f} vs {row['value_b']:.1f}" in sentence
             assert f"{row['ci_low']:+.1f} to {row['ci_high']:+.1f}" in sentence
-            verdict = "better beyond seed noise" if row["beyond_noise"] else "the difference is within seed noise"
+            assert f"{row['test']}, n = {row['n_pairs']}" in sentence and "Holm-corrected p = " in sentence
+            verdict = {
+                "beyond": "better beyond seed noise",
+                "suggestive": "suggestive (p = ",
+                "within": "the difference is within seed noise",
+            }[row["verdict"]]
             assert verdict in sentence, sentence
     text = "\n".join(lines)
-    assert "Held-out MLM loss" in text and "no-training baseline" in text
+    assert "Held-out MLM loss" in text and "no-training baseline" in text and "Holm–Bonferroni correction" in text
+    sentences = [Finding("", line[2:], None) for line in lines if line.startswith("- ")]
+    assert unsupported(sentences, cfg.get("report", {}).get("alpha", 0.05)) == []
 
 
 def test_medians_are_the_committed_table_byte_for_byte(demo_run):

@@ -127,6 +127,8 @@ MATRIX: list[tuple[str, Callable[[dict], None], dict[str, int]]] = [
     ("a task's reference name", _set("tasks.demo-ner.reference", {"lewis": "NCBI-D."}), REPORT),
     ("a task's benchmark membership", _set("tasks.demo-re.benchmarks", ["lewis"]), REPORT),
     ("the aggregation statistic", _set("aggregation.statistic", "mean"), REPORT),
+    ("the findings' level (report.alpha)", _set("report.alpha", 0.01), REPORT),
+    ("the correction for many comparisons", _set("report.correction", "bonferroni"), REPORT),
     ("a model's display label (tables and plot legends)", _set("models.tiny.display", "Tiny (renamed)"), REPORT),
     ("a task's learning rate", _set("tasks.demo-re.finetune.lr", 5.0e-4), {**_runs(MODELS), **TABLES}),
     ("a task's epochs", _set("tasks.demo-re.finetune.epochs", 2), {**_runs(MODELS), **TABLES}),

@@ -114,6 +114,7 @@ def report_settings(study: Study, workflow_root: str) -> dict[str, Any]:
         "tasks": tasks,
         "runs": runs,
         "aggregation": to_dict(study.aggregation),
+        "significance": to_dict(study.report),
         "reference": {
             key: path if path.startswith("/") else f"{workflow_root.rstrip('/')}/{path}"
             for key, path in to_dict(study.reference).items()

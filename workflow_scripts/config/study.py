@@ -18,7 +18,7 @@ from ..errors import PipelineError
 from ..finetune.settings import FinetuneSettings
 from ..numerics import Numerics
 from ..pretrain.settings import PretrainSettings
-from ..report.settings import Aggregation, Published
+from ..report.settings import Aggregation, Published, Significance
 from ..tasks import registry
 from ..tasks.spec import TaskSpec
 from ..typed import help_field as _help
@@ -221,6 +221,10 @@ class Study:
         default_factory=FinetuneSettings,
     )
     aggregation: Aggregation = _help("How runs become table cells.", default_factory=Aggregation)
+    report: Significance = _help(
+        "How the findings test paired differences: the level (alpha) and the correction for many comparisons.",
+        default_factory=Significance,
+    )
     reference: Reference = _help("Published results shown beside ours.", default_factory=Reference)
     numerics: Numerics = _help(
         "Which kernels every job's arithmetic runs on: reproducible across CPUs or GPUs where asked.",

@@ -19,12 +19,13 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+from .controls import real_models
 from .groups import BLURB_TYPE_NAMES, BlurbScore, GroupValue, TaskKind, blurb_score, group_means
 from .long_inputs import of_runs
 from .metrics import RunResult
 from .reference import ReferenceTable
 from .settings import OTHER, ReportSettings, RunEntry, TaskEntry
-from .stats import Paired, Summary, bootstrap_ci, paired_comparison, summarise
+from .stats import Paired, Summary, bootstrap_ci, summarise
 
 
 @dataclass
@@ -239,41 +240,51 @@ class Comparison:
     cell_a: Cell
     cell_b: Cell
     n_pairs: int
-    paired: Paired | None
+    scores: tuple[list[float], list[float]] | None
     note: str
+    paired: Paired | None = None  # set when its family is tested (significance.run_family)
+
+
+def pair_cells(task: str, view: str, ca: Cell, cb: Cell) -> Comparison:
+    """Two cells' runs paired on the same fold and seed (untested)."""
+    runs_b = {(r.fold, r.seed): s for r, s in zip(cb.runs, cb.scores, strict=True)}
+    pairs = [
+        (s, runs_b[(r.fold, r.seed)]) for r, s in zip(ca.runs, ca.scores, strict=True) if (r.fold, r.seed) in runs_b
+    ]
+    note, scores = "", None
+    if len(pairs) < 2:
+        note = f"{len(pairs)} run(s) with the same fold and seed in both models; need at least 2"
+    else:
+        scores = ([p[0] for p in pairs], [p[1] for p in pairs])
+        unpaired = ca.n + cb.n - 2 * len(pairs)
+        if unpaired:
+            note = f"{unpaired} run(s) without a partner left out"
+    return Comparison(task, view, ca.model, cb.model, ca, cb, len(pairs), scores, note)
 
 
 def compare(settings: ReportSettings, cells: dict[tuple[str, str, str], Cell]) -> list[Comparison]:
-    """Paired comparison per task and benchmark view for every configured pair, on runs
-    sharing fold and seed."""
-    agg = settings.aggregation
-    out = []
-    for a, b in agg.compare:
-        for task, t in settings.tasks.items():
-            for view in t.views():
-                ca, cb = cells[(a, task, view)], cells[(b, task, view)]
-                runs_b = {(r.fold, r.seed): s for r, s in zip(cb.runs, cb.scores, strict=True)}
-                pairs = [
-                    (s, runs_b[(r.fold, r.seed)])
-                    for r, s in zip(ca.runs, ca.scores, strict=True)
-                    if (r.fold, r.seed) in runs_b
-                ]
-                note, paired = "", None
-                if len(pairs) < 2:
-                    note = f"{len(pairs)} run(s) with the same fold and seed in both models; need at least 2"
-                else:
-                    paired = paired_comparison(
-                        [p[0] for p in pairs],
-                        [p[1] for p in pairs],
-                        agg.bootstrap_samples,
-                        agg.confidence,
-                        agg.bootstrap_seed,
-                    )
-                    unpaired = ca.n + cb.n - 2 * len(pairs)
-                    if unpaired:
-                        note = f"{unpaired} run(s) without a partner left out"
-                out.append(Comparison(task, view, a, b, ca, cb, len(pairs), paired, note))
-    return out
+    """Every configured pair per task and benchmark view, on runs sharing fold and seed."""
+    return [
+        pair_cells(task, view, cells[(a, task, view)], cells[(b, task, view)])
+        for a, b in settings.aggregation.compare
+        for task, t in settings.tasks.items()
+        for view in t.views()
+    ]
+
+
+def compare_to_baseline(settings: ReportSettings, cells: dict[tuple[str, str, str], Cell]) -> list[Comparison]:
+    """Every real model against the no-training baseline on each task, in the view the main
+    table shows."""
+    baselines = [n for n, m in settings.models.items() if m.kind == "baseline"]
+    if not baselines:
+        return []
+    real = real_models(settings)
+    return [
+        pair_cells(task, view, cells[(m, task, view)], cells[(baselines[0], task, view)])
+        for task, t in settings.tasks.items()
+        for view in [primary_view(t)]
+        for m in real
+    ]
 
 
 def missing_runs(missing: list[RunEntry]) -> list[str]:

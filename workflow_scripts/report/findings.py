@@ -4,11 +4,13 @@ and findings.html (the findings, the main tables and the plots on one page) for 
     python -m workflow_scripts.report.findings --settings results/configs/report.yaml \
         --tables results/tables [--heldout results/tables/heldout_mlm.csv] [--plot results/tables/scores.png ...]
 
-One sentence per configured model pair and group mean (comparisons.csv rows ``mean:<group>``:
-values, paired difference, its interval and whether it is beyond seed noise), one per
+A paragraph on the method (which test, which correction, what the verdicts mean), then one
+sentence per configured model pair and stated group mean (comparisons.csv rows ``mean:<group>``:
+values, paired difference, the test, n, its interval, raw and corrected p, the verdict), one per
 distilled student on held-out MLM loss (heldout_mlm.csv: teacher, student, train-longer
-control), and one per task on the no-training baseline (medians.csv and spread.csv). An
-effect that is not there is stated as not appearing; nothing here is typed in by hand.
+control), one per task on the no-training baseline (its own family of tests in comparisons.csv),
+and one per anomaly (anomalies.py). An effect that is not there is stated as not appearing;
+nothing here is typed in by hand.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import argparse
 import base64
 import html
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,13 +30,14 @@ from .. import provenance
 from ..atomic import write_text
 from ..cli import run
 from ..errors import PipelineError
-from . import controls
-from .group_compare import GROUP_PREFIX
-from .groups import ALL, CLINICAL
+from .anomalies import control_anomalies, spread_anomalies
+from .families import BASELINE, STATED
+from .group_compare import GROUP_PREFIX, STATED_GROUPS
 from .settings import ReportSettings, load
+from .significance import BEYOND, CORRECTED, CORRECTION_NAMES, SUGGESTIVE
+from .stats import SIGN_FLIP, T_TEST
 
 log = logging.getLogger(__name__)
-STATED_GROUPS = (ALL, CLINICAL)
 
 
 @dataclass
@@ -57,11 +61,25 @@ def _signed(value, digits: int = 1) -> str:
     return "n/a" if value is None or pd.isna(value) else f"{value:+.{digits}f}"
 
 
+def _pval(p: float) -> str:
+    return "0" if p == 0 else f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
+
+
+def _needs(r) -> str:
+    """The seeds an exact test would need, where the t-test stood in for it."""
+    return "" if pd.isna(r.seeds_for_exact) else f"; the exact sign-flip test needs {int(r.seeds_for_exact)} seeds"
+
+
+def _ps(settings: ReportSettings, r) -> str:
+    return f"p = {_pval(r.p)}, {CORRECTED[settings.significance.correction]} = {_pval(r.p_corrected)}"
+
+
 def pair_findings(settings: ReportSettings, comparisons: pd.DataFrame) -> list[Finding]:
     """One sentence per configured pair and stated group mean."""
     out = []
     level = round(100 * settings.aggregation.confidence)
-    rows = [r for g in STATED_GROUPS for r in comparisons.itertuples(index=False) if r.task == GROUP_PREFIX + g]
+    stated = comparisons[comparisons["family"] == STATED]
+    rows = [r for g in STATED_GROUPS for r in stated.itertuples(index=False) if r.task == GROUP_PREFIX + g]
     for r in rows:
         group = r.task[len(GROUP_PREFIX) :]
         a, b = settings.models[r.model_a].display, settings.models[r.model_b].display
@@ -70,20 +88,21 @@ def pair_findings(settings: ReportSettings, comparisons: pd.DataFrame) -> list[F
             out.append(Finding(f"{group} mean", f"{head}; no paired comparison ({r.note}).", None))
             continue
         stats = (
-            f"paired difference {_signed(r.mean_paired_difference)} "
-            f"({level}% CI {_signed(r.ci_low)} to {_signed(r.ci_high)}, {int(r.n_pairs)} seeds, "
-            f"sign-flip p = {r.p_sign_flip:.3f})"
+            f"paired difference {_signed(r.mean_paired_difference)} ({r.test}, n = {int(r.n_pairs)}, "
+            f"{level}% CI {_signed(r.ci_low)} to {_signed(r.ci_high)}, {_ps(settings, r)}{_needs(r)})"
         )
-        if bool(r.beyond_noise):
-            winner = a if r.mean_paired_difference > 0 else b
+        winner = a if r.mean_paired_difference > 0 else b
+        if r.verdict == BEYOND:
             verdict = f"{winner} is better beyond seed noise"
+        elif r.verdict == SUGGESTIVE:
+            verdict = (
+                f"suggestive (p = {_pval(r.p)}): {winner} scores higher, but not after correcting for "
+                f"{int(r.family_size)} comparisons"
+            )
         else:
             verdict = "the difference is within seed noise: no effect appeared"
-        out.append(
-            Finding(
-                f"{group} mean", f"{head}, {stats}: {verdict}.", bool(r.beyond_noise) and r.mean_paired_difference > 0
-            )
-        )
+        appeared = r.verdict == BEYOND and r.mean_paired_difference > 0
+        out.append(Finding(f"{group} mean", f"{head}, {stats}: {verdict}.", appeared))
     return out
 
 
@@ -120,49 +139,125 @@ def heldout_findings(settings: ReportSettings, heldout: pd.DataFrame) -> list[Fi
     return out
 
 
-def baseline_findings(settings: ReportSettings, medians: pd.DataFrame, spread: pd.DataFrame) -> list[Finding]:
-    """Per task: which real models clear the no-training baseline by more than their seed interval."""
-    baselines = [n for n, m in settings.models.items() if m.kind == "baseline"]
-    real = controls.real_models(settings)
-    if not baselines or not real:
-        return []
-    shown = {(r.task, r.benchmark) for r in medians.itertuples(index=False)}  # each task's table view
-    low = {(r.model, r.task): r.ci_low for r in spread.itertuples(index=False) if (r.task, r.benchmark) in shown}
-    value = {(r.model, r.task): r.value for r in medians.itertuples(index=False)}
+def _baseline_sentence(settings: ReportSettings, display: str, base: float, claims: pd.DataFrame) -> Finding:
+    """One task's claims above the no-training baseline: which models clear it, with their tests."""
+    name = {m: settings.models[m].display for m in claims["model_a"]}
+    tested = claims[claims["verdict"].notna()]
+    above = tested[(tested["verdict"] == BEYOND) & (tested["mean_paired_difference"] > 0)]
+    best = claims.loc[claims["value_a"].fillna(-1e9).idxmax()]
+    tests = ", ".join(dict.fromkeys(f"{r.test}, n = {int(r.n_pairs)}{_needs(r)}" for r in tested.itertuples()))
+    if above.empty:
+        weakest = tested.loc[tested["p_corrected"].idxmin()] if not tested.empty else None
+        ps = f"; smallest {_ps(settings, weakest)}" if weakest is not None else ""
+        return Finding(
+            "baseline",
+            f"{display}: no model's score clears the no-training baseline ({_num(base)}) after correction "
+            f"({tests or 'no test'}{ps}; best {name[best.model_a]} {_num(best.value_a)}): nothing learned appeared.",
+            False,
+        )
+    worst = above.loc[above["p_corrected"].idxmax()]
+    sentence = (
+        f"{display}: {len(above)} of {len(claims)} models score above the no-training baseline ({_num(base)}) "
+        f"beyond seed noise ({tests}; largest {_ps(settings, worst)}); best {name[best.model_a]} "
+        f"{_num(best.value_a)}"
+    )
+    rest = [r for r in claims.itertuples() if r.model_a not in set(above["model_a"])]
+    if rest:
+        sentence += "; the others not: " + ", ".join(
+            f"{name[r.model_a]} ({_signed(r.mean_paired_difference)}, {_ps(settings, r)})"
+            if not pd.isna(r.p)
+            else f"{name[r.model_a]} (no test: {r.note})"
+            for r in rest
+        )
+    return Finding("baseline", sentence + ".", True)
+
+
+def baseline_findings(settings: ReportSettings, comparisons: pd.DataFrame) -> list[Finding]:
+    """Per task: which real models score above the no-training baseline, by their corrected tests."""
+    claims = comparisons[comparisons["family"] == BASELINE]
     out = []
     for task, t in settings.tasks.items():
-        base = value.get((baselines[0], task))
-        if base is None or pd.isna(base):
+        mine = claims[claims["task"] == task]
+        if mine.empty:
+            continue
+        base = mine["value_b"].iloc[0]
+        if pd.isna(base):
             out.append(Finding("baseline", f"{t.display}: no baseline value.", None))
             continue
-        above = [m for m in real if not pd.isna(low.get((m, task), float("nan"))) and low[(m, task)] > base]
-        best = max(real, key=lambda m: -1e9 if pd.isna(value.get((m, task))) else value[(m, task)])
-        if above:
-            sentence = (
-                f"{t.display}: {len(above)} of {len(real)} models score above the no-training baseline "
-                f"({_num(base)}) beyond seed noise; best {settings.models[best].display} "
-                f"{_num(value.get((best, task)))}."
-            )
-        else:
-            sentence = (
-                f"{t.display}: no model scores above the no-training baseline ({_num(base)}) beyond seed "
-                f"noise (best {settings.models[best].display} {_num(value.get((best, task)))}): "
-                "nothing learned appeared."
-            )
-        out.append(Finding("baseline", sentence, bool(above)))
+        out.append(_baseline_sentence(settings, t.display, base, mine))
     return out
 
 
-def findings(settings: ReportSettings, tables: Path, heldout: Path | None) -> list[Finding]:
-    out = pair_findings(settings, _read(tables / "comparisons.csv"))
+def _family_tests(claims: pd.DataFrame) -> str:
+    """Which test decided how many of a family's claims, and over how many pairs."""
+    tested = claims[claims["test"].notna()]
+    parts = [
+        f"the {test} for {len(g)} (n = {', '.join(str(int(n)) for n in sorted(g['n_pairs'].unique()))})"
+        for test, g in tested.groupby("test", sort=False)
+    ]
+    return "; ".join(parts) or "none tested"
+
+
+def method(settings: ReportSettings, comparisons: pd.DataFrame) -> str:
+    """How the sentences below were decided, with this study's families and tests."""
+    sig, level = settings.significance, round(100 * settings.aggregation.confidence)
+    families = [
+        (f"the model pairs on the {' and '.join(STATED_GROUPS)} means", comparisons[comparisons["family"] == STATED]),
+        ("the models above the no-training baseline, per task", comparisons[comparisons["family"] == BASELINE]),
+    ]
+    described = "; ".join(
+        f"{name}: {int(c['family_size'].iloc[0])} claims, {_family_tests(c)}" for name, c in families if not c.empty
+    )
+    correction = (
+        "no correction for many comparisons (report.correction: none)"
+        if sig.correction == "none"
+        else f"{CORRECTION_NAMES[sig.correction]} correction within each family (report.correction: {sig.correction})"
+    )
+    return (
+        f"Each paired comparison over n seeds is tested with the {SIGN_FLIP} permutation test (two-sided, all 2^n "
+        "sign vectors) where its smallest attainable p, 2/2^n, is below the strictest level the claim is judged at "
+        f"(alpha / m for m claims in its family, and 1 - {settings.aggregation.confidence}), and with Student's "
+        f"{T_TEST} otherwise, which can reach that level with few seeds but assumes roughly normal differences; "
+        f"the choice depends on n and m only, never on the scores. Intervals ({level}%, uncorrected): the t "
+        "interval, or the shifts the sign-flip test does not reject. "
+        f"{correction}: {described or 'no claims'}. "
+        f"Beyond seed noise: corrected p < alpha = {sig.alpha}; suggestive: raw p < alpha but not the corrected p; "
+        "within seed noise otherwise. Pretraining was run once per model: every interval covers fine-tuning seeds "
+        "only, so no effect here is shown to survive pretraining-seed variation."
+    )
+
+
+def findings(settings: ReportSettings, tables: Path, heldout: Path | None) -> tuple[str, list[Finding]]:
+    """The method paragraph and the findings."""
+    comparisons = _read(tables / "comparisons.csv")
+    medians = _read(tables / "medians.csv")
+    out = pair_findings(settings, comparisons)
     if heldout is not None:
         out += heldout_findings(settings, _read(heldout))
-    out += baseline_findings(settings, _read(tables / "medians.csv"), _read(tables / "spread.csv"))
+    out += baseline_findings(settings, comparisons)
+    anomalies = control_anomalies(settings, medians)
+    anomalies += spread_anomalies(settings, _read(tables / "spread.csv"), comparisons)
+    out += [Finding("anomaly", sentence, True) for sentence in anomalies]
+    return method(settings, comparisons), out
+
+
+CORRECTED_P = re.compile(r"corrected p(?: \(no correction\))? = ([0-9.e+-]+)")
+
+
+def unsupported(items: list[Finding], alpha: float) -> list[str]:
+    """Sentences that say "beyond" without printing a corrected p, or with one not below alpha
+    (a baseline sentence's claim ends where it lists "the others not")."""
+    out = []
+    for f in items:
+        claim = f.sentence.split("the others not:")[0]
+        ps = [float(p.rstrip(".")) for p in CORRECTED_P.findall(claim)]
+        if "beyond" in claim and not (ps and all(p < alpha for p in ps)):
+            out.append(f.sentence)
     return out
 
 
-def to_markdown(items: list[Finding]) -> str:
-    lines = ["## Findings", ""]
+def to_markdown(intro: str, items: list[Finding]) -> str:
+    lines = ["## Findings", "", intro, ""]
     lines += [f"- {f.sentence}" for f in items] or ["- No comparison is configured (aggregation.compare)."]
     return "\n".join(lines) + "\n"
 
@@ -172,7 +267,7 @@ def _pivot_html(table: pd.DataFrame, row: str, table_id: str) -> str:
     return wide.round(1).to_html(na_rep="—", table_id=table_id, border=0)
 
 
-def to_html(items: list[Finding], tables: Path, plots: Sequence[Path]) -> str:
+def to_html(intro: str, items: list[Finding], tables: Path, plots: Sequence[Path]) -> str:
     """Findings, the per-task and group tables and the plots on one self-contained page (the
     HTML report shows it on its first page)."""
     entries = "".join(f"<li>{html.escape(f.sentence)}</li>" for f in items)
@@ -186,7 +281,7 @@ def to_html(items: list[Finding], tables: Path, plots: Sequence[Path]) -> str:
     )
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'><title>Findings</title></head><body>"
-        f"<h2>Findings</h2><ul id='findings'>{entries}</ul>"
+        f"<h2>Findings</h2><p>{html.escape(intro)}</p><ul id='findings'>{entries}</ul>"
         f"<h2>Test results per task (x100)</h2>{medians}<h2>Group means (x100)</h2>{groups}"
         f"<h2>Plots</h2>{figures}</body></html>\n"
     )
@@ -202,10 +297,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--plot", type=Path, action="append", default=[], help="a figure shown on the page")
     args = parser.parse_args(argv)
     started = provenance.now()
-    items = findings(load(args.settings), args.tables, args.heldout)
+    settings = load(args.settings)
+    intro, items = findings(settings, args.tables, args.heldout)
+    wrong = unsupported(items, settings.significance.alpha)
+    if wrong:
+        raise PipelineError(f"a finding says 'beyond' without a corrected p below alpha: {wrong[0]}")
     md, page = args.tables / "findings.md", args.tables / "findings.html"
-    write_text(md, to_markdown(items))
-    write_text(page, to_html(items, args.tables, args.plot))
+    write_text(md, to_markdown(intro, items))
+    write_text(page, to_html(intro, items, args.tables, args.plot))
     for f in items:
         log.info("%s", f.sentence)
     inputs: dict = {"settings": args.settings, "plots": [str(p) for p in args.plot]}

@@ -3,7 +3,8 @@
 A seed's group mean is the plain mean over the group's tasks of that seed's test score
 (averaged over a task's evaluation folds); two models are paired on the seeds where both
 have every member task. The per-task comparisons cannot say whether a model is better
-overall; this one does, with the same bootstrap interval and sign-flip test.
+overall; this one does, with the same paired tests (stats.py). The findings state the All and
+Clinical means (``STATED_GROUPS``), which form their own family of claims.
 """
 
 from __future__ import annotations
@@ -12,12 +13,13 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from .aggregate import Cell
-from .groups import GROUPS, TaskKind, lewis_groups
+from .groups import ALL, CLINICAL, GROUPS, TaskKind, lewis_groups
 from .settings import ReportSettings
-from .stats import Paired, paired_comparison
+from .stats import Paired
 
 # comparisons.csv names a group row's "task" so, e.g. mean:All
 GROUP_PREFIX = "mean:"
+STATED_GROUPS = (ALL, CLINICAL)
 
 
 @dataclass
@@ -28,8 +30,9 @@ class GroupComparison:
     value_a: float | None
     value_b: float | None
     n_pairs: int
-    paired: Paired | None
+    scores: tuple[list[float], list[float]] | None
     note: str
+    paired: Paired | None = None  # set when its family is tested (significance.run_family)
 
 
 def group_members(settings: ReportSettings) -> dict[str, list[str]]:
@@ -59,29 +62,19 @@ def seed_means(cells: dict[tuple[str, str, str], Cell], model: str, tasks: list[
 def compare_groups(
     settings: ReportSettings, cells: dict[tuple[str, str, str], Cell], groups: dict
 ) -> list[GroupComparison]:
-    """Every configured pair on every group that has member tasks."""
-    agg = settings.aggregation
+    """Every configured pair on every group that has member tasks (untested)."""
     out = []
     for group, tasks in group_members(settings).items():
         if not tasks:
             continue
-        for a, b in agg.compare:
+        for a, b in settings.aggregation.compare:
             sa, sb = seed_means(cells, a, tasks), seed_means(cells, b, tasks)
             shared = [s for s in sa if s in sb]
-            paired, note = None, ""
+            scores, note = None, ""
             if len(shared) < 2:
                 note = f"{len(shared)} seed(s) with every {group} task in both models; need at least 2"
             else:
-                paired = paired_comparison(
-                    [sa[s] / 100 for s in shared],
-                    [sb[s] / 100 for s in shared],
-                    agg.bootstrap_samples,
-                    agg.confidence,
-                    agg.bootstrap_seed,
-                )
-            out.append(
-                GroupComparison(
-                    group, a, b, groups[a][group].ours.value, groups[b][group].ours.value, len(shared), paired, note
-                )
-            )
+                scores = ([sa[s] / 100 for s in shared], [sb[s] / 100 for s in shared])
+            values = groups[a][group].ours.value, groups[b][group].ours.value
+            out.append(GroupComparison(group, a, b, *values, len(shared), scores, note))
     return out

@@ -5,12 +5,37 @@ from __future__ import annotations
 import logging
 
 from .aggregate import missing_runs
+from .families import Claim
 from .settings import ReportSettings
+from .stats import smallest_sign_flip_p
 
 log = logging.getLogger(__name__)
 
 
-def missing_report(settings: ReportSettings, missing, cells: dict, groups: dict, blurb: dict) -> str:
+def seed_shortfalls(settings: ReportSettings, claims: list[Claim]) -> list[str]:
+    """Per family where the exact sign-flip test cannot decide at its seed counts: how many
+    seeds would let it."""
+    short: dict[str, list[Claim]] = {}
+    for c in claims:
+        if c.seeds_for_exact is not None:
+            short.setdefault(c.family, []).append(c)
+    out = []
+    for family, cs in short.items():
+        c, ns = cs[0], sorted({c.n_pairs for c in cs})
+        smallest = ", ".join(f"{smallest_sign_flip_p(n):.4g}" for n in ns)
+        out.append(
+            f"- {family} ({c.family_size} claims, {settings.significance.correction} correction): {len(cs)} claims "
+            f"over {' or '.join(map(str, ns))} paired runs, whose exact sign-flip test's smallest p ({smallest}) "
+            f"cannot fall below {c.level:.4g}, the strictest level a claim of the family is judged at; the paired "
+            f"t-test, which assumes roughly normal differences, decides them. {c.seeds_for_exact} seeds would let "
+            "the exact test decide."
+        )
+    return out
+
+
+def missing_report(
+    settings: ReportSettings, missing, cells: dict, groups: dict, blurb: dict, claims: list[Claim]
+) -> str:
     """Everything that keeps a number out of the tables or rests on fewer runs than configured."""
     runs = [f"- metrics file missing: {m}" for m in missing_runs(missing)]
     by_run = {(c.model, c.task): c for c in cells.values()}
@@ -35,6 +60,10 @@ def missing_report(settings: ReportSettings, missing, cells: dict, groups: dict,
             "## Group means and BLURB scores not computed",
             "",
             *(summaries or ["Every group mean and BLURB score was computed."]),
+            "",
+            "## Seeds for an assumption-free test",
+            "",
+            *(seed_shortfalls(settings, claims) or ["Every paired claim is decided by the exact sign-flip test."]),
             "",
         ]
     )

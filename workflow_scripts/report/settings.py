@@ -16,6 +16,7 @@ from ..tasks.metrics import check_task_metric, metric_for, metric_names
 from ..tasks.spec import BENCHMARKS
 from ..typed import load_settings
 
+Correction = Literal["holm", "bonferroni", "none"]
 TaskType = Literal["ner", "pico", "relation", "similarity", "doc_classification", "qa", "nli"]
 Statistic = Literal["median", "mean"]
 # The view of a task in neither benchmark (a study's own task).
@@ -178,10 +179,12 @@ class Aggregation:
         metadata={"help": "Statistic over seeds per benchmark ({lewis: median, blurb: mean}), or one for all."},
     )
     bootstrap_samples: int = field(
-        default=1000,
-        metadata={"help": "Bootstrap resamples for the confidence interval of each cell and each paired difference."},
+        default=1000, metadata={"help": "Bootstrap resamples for the confidence interval of each cell."}
     )
-    confidence: float = field(default=0.95, metadata={"help": "Confidence level of the bootstrap intervals."})
+    confidence: float = field(
+        default=0.95,
+        metadata={"help": "Confidence level of each cell's bootstrap interval and of each paired test's interval."},
+    )
     bootstrap_seed: int = field(
         default=0, metadata={"help": "Seed of the bootstrap resampling, so tables are reproducible."}
     )
@@ -201,6 +204,26 @@ class Aggregation:
         for i, pair in enumerate(self.compare):
             if len(pair) != 2 or pair[0] == pair[1]:
                 raise PipelineError(f"{where}.compare[{i}]: expected two different model names, got {pair}")
+
+
+@dataclass
+class Significance:
+    alpha: float = field(
+        default=0.05,
+        metadata={"help": "Level below which a corrected p calls a paired difference beyond seed noise."},
+    )
+    correction: Correction = field(
+        default="holm",
+        metadata={
+            "help": "Correction for many comparisons over each family of claims (the model pairs on the "
+            "stated group means; the models above the no-training baseline): holm (step-down), "
+            "bonferroni or none."
+        },
+    )
+
+    def validate(self, where: str) -> None:
+        if not 0.0 < self.alpha < 1.0:
+            raise PipelineError(f"{where}.alpha: must be between 0 and 1, got {self.alpha}")
 
 
 @dataclass
@@ -226,6 +249,9 @@ class ReportSettings:
     )
     aggregation: Aggregation = field(
         default_factory=Aggregation, metadata={"help": "How runs are summarised and compared."}
+    )
+    significance: Significance = field(
+        default_factory=Significance, metadata={"help": "Level and correction of the paired tests."}
     )
     reference: ReferencePaths = field(default_factory=ReferencePaths, metadata={"help": "Published reference tables."})
     pretrain_logs: dict[str, str] = field(

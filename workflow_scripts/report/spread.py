@@ -1,8 +1,8 @@
 """The spread of each cell's runs and paired comparisons of models, one CSV row per model x task x benchmark.
 
 spread.csv: the runs' mean, standard deviation, range and confidence interval, with precision and recall;
-comparisons.csv: per pair of models, the paired difference over runs of the same fold and seed, its interval,
-the sign-flip p-value and the wins of each side; then per pair, the same on each group mean over seeds.
+comparisons.csv: per tested claim (families.py), the paired difference over runs of the same fold and seed, the
+test, its interval, raw and corrected p, the verdict and the wins of each side.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from pathlib import Path
 
 from ..atomic import write_text
 from . import render
-from .aggregate import compare
-from .group_compare import GROUP_PREFIX, compare_groups
+from .families import Claim
 from .settings import ReportSettings
+from .significance import verdict
 
 
 def spread_csv(settings: ReportSettings, cells: dict, out: Path) -> Path:
@@ -72,17 +72,31 @@ def spread_csv(settings: ReportSettings, cells: dict, out: Path) -> Path:
     return path
 
 
-def _paired(p, confidence: float) -> dict:
-    """The paired-comparison columns of a comparisons.csv row (empty without a comparison)."""
+def _p(value: float) -> float:
+    """A p-value with 4 significant digits (fixed decimals would round small ones to 0)."""
+    return float(f"{value:.4g}")
+
+
+def _paired(c: Claim, settings: ReportSettings) -> dict:
+    """The test columns of a comparisons.csv row (empty without a test)."""
+    p, sig = c.paired, settings.significance
+    tested = p is not None
     return {
-        "mean_paired_difference": render.csv_number(100 * p.mean_diff) if p else None,
-        "ci_low": render.csv_number(100 * p.ci_low) if p else None,
-        "ci_high": render.csv_number(100 * p.ci_high) if p else None,
-        "confidence": confidence,
-        "p_sign_flip": render.csv_number(p.p_sign_flip) if p else None,
-        "wins_a": p.wins if p else None,
-        "wins_b": p.losses if p else None,
-        "beyond_noise": p.beyond_noise if p else None,
+        "mean_paired_difference": render.csv_number(100 * p.mean_diff) if tested else None,
+        "ci_low": render.csv_number(100 * p.ci_low) if tested else None,
+        "ci_high": render.csv_number(100 * p.ci_high) if tested else None,
+        "confidence": settings.aggregation.confidence,
+        "test": p.test if tested else None,
+        "p": _p(p.p) if tested else None,
+        "family": c.family,
+        "family_size": c.family_size,
+        "correction": sig.correction,
+        "p_corrected": _p(p.p_corrected) if tested else None,
+        "alpha": sig.alpha,
+        "verdict": verdict(p.p, p.p_corrected, sig.alpha) if tested else None,
+        "seeds_for_exact": c.seeds_for_exact,
+        "wins_a": p.wins if tested else None,
+        "wins_b": p.losses if tested else None,
     }
 
 
@@ -90,65 +104,56 @@ def _difference(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None else a - b
 
 
-def comparisons_csv(settings: ReportSettings, cells: dict, groups: dict, out: Path) -> Path:
-    """One row per pair and task, then one per pair and group mean (``task`` = ``mean:<group>``)."""
-    agg = settings.aggregation
-    header = [
-        "task",
-        "benchmark",
-        "metric",
-        "model_a",
-        "model_b",
-        "statistic",
-        "value_a",
-        "value_b",
-        "difference",
-        "n_pairs",
-        "mean_paired_difference",
-        "ci_low",
-        "ci_high",
-        "confidence",
-        "p_sign_flip",
-        "wins_a",
-        "wins_b",
-        "beyond_noise",
-        "note",
+COMPARISON_COLUMNS = [
+    "task",
+    "benchmark",
+    "metric",
+    "model_a",
+    "model_b",
+    "statistic",
+    "value_a",
+    "value_b",
+    "difference",
+    "n_pairs",
+    "mean_paired_difference",
+    "ci_low",
+    "ci_high",
+    "confidence",
+    "test",
+    "p",
+    "family",
+    "family_size",
+    "correction",
+    "p_corrected",
+    "alpha",
+    "verdict",
+    "seeds_for_exact",
+    "wins_a",
+    "wins_b",
+    "note",
+]
+
+
+def comparisons_csv(settings: ReportSettings, claims: list[Claim], out: Path) -> Path:
+    """One row per tested claim: per pair and task, per pair and group mean (``task`` =
+    ``mean:<group>``), per real model against the no-training baseline."""
+    rows = [
+        {
+            "task": c.task,
+            "benchmark": c.benchmark,
+            "metric": c.metric,
+            "model_a": c.model_a,
+            "model_b": c.model_b,
+            "statistic": c.statistic,
+            "value_a": render.csv_number(c.value_a),
+            "value_b": render.csv_number(c.value_b),
+            "difference": render.csv_number(_difference(c.value_a, c.value_b)),
+            "n_pairs": c.n_pairs,
+            **_paired(c, settings),
+            "note": c.note,
+        }
+        for c in claims
     ]
-    rows = []
-    for c in compare(settings, cells):
-        rows.append(
-            {
-                "task": c.task,
-                "benchmark": c.view,
-                "metric": c.cell_a.metric,
-                "model_a": c.model_a,
-                "model_b": c.model_b,
-                "statistic": c.cell_a.statistic,
-                "value_a": render.csv_number(c.cell_a.value),
-                "value_b": render.csv_number(c.cell_b.value),
-                "difference": render.csv_number(_difference(c.cell_a.value, c.cell_b.value)),
-                "n_pairs": c.n_pairs,
-                **_paired(c.paired, agg.confidence),
-                "note": c.note,
-            }
-        )
-    for g in compare_groups(settings, cells, groups):
-        rows.append(
-            {
-                "task": GROUP_PREFIX + g.group,
-                "benchmark": "lewis",
-                "metric": "mean over the group's tasks",
-                "model_a": g.model_a,
-                "model_b": g.model_b,
-                "statistic": "mean",
-                "value_a": render.csv_number(g.value_a),
-                "value_b": render.csv_number(g.value_b),
-                "difference": render.csv_number(_difference(g.value_a, g.value_b)),
-                "n_pairs": g.n_pairs,
-                **_paired(g.paired, agg.confidence),
-                "note": g.note,
-            }
-        )
     path = out / "comparisons.csv"
-    write_text(path, render.csv_text(header, rows))
+    write_text(path, render.csv_text(COMPARISON_COLUMNS, rows))
     return path

@@ -26,6 +26,7 @@ from ..tasks.metrics import LABELS
 from ..typed import to_dict
 from . import controls, long_inputs, render
 from .aggregate import Cell, SummaryRow, blurb_scores, build_cells, lewis_groups, missing_runs, primary_view
+from .families import claims
 from .groups import GROUPS
 from .metrics import RunResult, load_runs
 from .missing import missing_report
@@ -333,9 +334,10 @@ def build(settings: ReportSettings, out: Path, root: Path = Path(".")) -> Built:
         "Task / type",
     )
     written.append(spread_csv(settings, cells, out))
-    written.append(comparisons_csv(settings, cells, groups, out))
+    tested = claims(settings, cells, groups)
+    written.append(comparisons_csv(settings, tested, out))
     written.append(out / "missing.md")
-    write_text(written[-1], missing_report(settings, missing, cells, groups, blurb))
+    write_text(written[-1], missing_report(settings, missing, cells, groups, blurb, tested))
     return Built(written, results, missing, cells)
 
 
