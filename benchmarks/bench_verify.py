@@ -42,9 +42,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from workflow_scripts import checkpoint_integrity as checkpoint_verify  # noqa: E402
 from workflow_scripts import provenance  # noqa: E402
 from workflow_scripts.pack import verify  # noqa: E402
-from workflow_scripts.provenance import verify as checkpoint_verify  # noqa: E402
 
 HELDOUT = 0.01
 STUDY = {"shards": 256, "seq_lens": [128, 512], "steps": 62_500, "batch": 8192, "mix": {128: 0.9, 512: 0.1}}

@@ -19,6 +19,7 @@ from .errors import PipelineError
 SIDECAR = ".sha256"
 CHUNK = 8 << 20
 MANIFEST = "checksums.json"
+PROVENANCE = "provenance.json"  # the record every step writes beside its outputs
 
 
 class IntegrityError(PipelineError):

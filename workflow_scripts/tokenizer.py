@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from .checkpoint_integrity import verify_checkpoint
 from .errors import PipelineError
-from .provenance.verify import verify_checkpoint
 
 
 def load_tokenizer(path: str, where: str):

@@ -16,13 +16,13 @@ import torch
 from pretrain_fixtures import make_wordpiece, sentences, tiny_bert
 from transformers import BertTokenizerFast
 
+from workflow_scripts import checkpoint_integrity as verify
 from workflow_scripts import provenance
 from workflow_scripts.controls.control import random_checkpoint
 from workflow_scripts.download.pin_checkpoints import pin_local
 from workflow_scripts.integrity import IntegrityError, sha256_file
 from workflow_scripts.pretrain.checkpoint import export_model
 from workflow_scripts.pretrain.model import load_pretrained
-from workflow_scripts.provenance import verify
 from workflow_scripts.tokenizer import load_tokenizer
 
 torch.set_num_threads(1)

@@ -36,7 +36,7 @@ def test_cpu_smoke_runs_every_section_without_the_pipelines_extra_packages(tmp_p
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     result = json.loads((out / "gpu_check_pretrain.json").read_text())

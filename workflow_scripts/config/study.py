@@ -25,11 +25,10 @@ from ..typed import help_field as _help
 from ..typed import parse, to_dict
 from ..vocab.settings import VocabSettings
 from .branches import Branch, check_branches, inherit_recipes
-from .resources import MODEL_RULES, JobResources, check_rules
+from .model_checks import check_cycles, check_model, check_names
+from .resources import JobResources, check_rules
 from .secrets import refuse_url_credentials
 from .seeds import check_seeds, parse_seeds
-
-CONTROL_KINDS = ("control", "baseline")
 
 
 @dataclass
@@ -269,80 +268,6 @@ class ResolvedTask:
 _TASK_KEYS = ("seeds", "finetune")
 
 
-def _check_names(where: str, names: list[str], known: dict, what: str) -> None:
-    for i, name in enumerate(names):
-        if name not in known:
-            raise PipelineError(
-                f"{where}[{i}]: {name!r} is not a {what} of this config (known: {', '.join(sorted(known)) or 'none'})"
-            )
-
-
-def _check_model(name: str, m: ModelEntry, study: Study) -> None:
-    where = f"models.{name}"
-    if m.resources is not None and m.kind not in MODEL_RULES:
-        raise PipelineError(f"{where}.resources: only models trained here (pretrain, distill) run jobs of their own")
-    if m.resources is not None and m.resources.runtime == "auto":
-        raise PipelineError(
-            f"{where}.resources.runtime: auto estimates fine-tuning runs only; give a number of minutes"
-        )
-    if m.kind in CONTROL_KINDS:
-        if m.corpora or m.teacher or m.checkpoint or m.vocab:
-            raise PipelineError(
-                f"{where}: a {m.kind} model trains on nothing; drop corpora, teacher, checkpoint and vocab"
-            )
-        if (m.kind == "control") != (m.init is not None):
-            need = "needs init (the model whose architecture it copies)" if m.kind == "control" else "takes no init"
-            raise PipelineError(f"{where}.init: a {m.kind} model {need}")
-        if m.init == name:
-            raise PipelineError(f"{where}.init: a model cannot start from itself")
-        return
-    if m.kind == "external":
-        if not m.checkpoint:
-            raise PipelineError(f"{where}.checkpoint: an external model needs a local directory or {{hub, revision}}")
-        return
-    if not m.corpora:
-        raise PipelineError(f"{where}.corpora: list the corpora it trains on")
-    _check_names(f"{where}.corpora", m.corpora, study.corpora, "corpus")
-    if m.kind == "pretrain":
-        if (m.vocab is None) == (m.init is None):
-            raise PipelineError(
-                f"{where}: give either vocab (from scratch with a learned vocabulary) or init "
-                "(continual, keeping its vocabulary)"
-            )
-        if m.vocab is not None and m.vocab not in study.vocabularies:
-            raise PipelineError(
-                f"{where}.vocab: {m.vocab!r} is not a vocabulary of this config "
-                f"(known: {', '.join(sorted(study.vocabularies)) or 'none'})"
-            )
-    if m.kind == "distill":
-        if m.teacher not in study.models:
-            raise PipelineError(f"{where}.teacher: {m.teacher!r} is not a model of this config")
-    if m.init is not None and m.init == name:
-        raise PipelineError(f"{where}.init: a model cannot start from itself")
-    start = study.models.get(m.init) if m.kind == "pretrain" else None
-    if start is not None and start.kind == "pretrain" and start.pretrain.objective != m.pretrain.objective:
-        raise PipelineError(
-            f"{where}.pretrain.objective: {m.init!r} was trained with objective {start.pretrain.objective}; "
-            f"continue it with the same objective or start {name} from a vocabulary"
-        )
-
-
-def _check_cycles(study: Study) -> None:
-    def parents(name: str) -> list[str]:
-        m = study.models[name]
-        return [p for p in (m.init, m.teacher) if p in study.models]
-
-    for start in study.models:
-        seen, stack = set(), [start]
-        while stack:
-            for p in parents(stack.pop()):
-                if p == start:
-                    raise PipelineError(f"models.{start}: init/teacher references form a cycle")
-                if p not in seen:
-                    seen.add(p)
-                    stack.append(p)
-
-
 def resolve_task(name: str, entry: dict[str, Any], study: Study) -> ResolvedTask:
     where = f"tasks.{name}"
     if entry is None:
@@ -382,11 +307,11 @@ def load_study(config: dict[str, Any]) -> Study:
     check_seeds("seeds", study.seeds)
     check_branches(study)
     for name, m in study.models.items():
-        _check_model(name, m, study)
-    _check_cycles(study)
+        check_model(name, m, study)
+    check_cycles(study)
     check_rules("resources", study.resources)
     for name, v in study.vocabularies.items():
-        _check_names(f"vocabularies.{name}.corpora", v.corpora, study.corpora, "corpus")
+        check_names(f"vocabularies.{name}.corpora", v.corpora, study.corpora, "corpus")
         if not v.corpora:
             raise PipelineError(f"vocabularies.{name}.corpora: list the corpora it is learned from")
         for i, other in enumerate(v.compare):
@@ -400,7 +325,7 @@ def load_study(config: dict[str, Any]) -> Study:
         for task in study.resolved_tasks:
             study.run_finetune(model, task)  # a bad model-level key fails here, not in a job
     for name, c in study.corpora.items():
-        _check_names(f"corpora.{name}.decontaminate", c.decontaminate, study.tasks, "task")
+        check_names(f"corpora.{name}.decontaminate", c.decontaminate, study.tasks, "task")
     for i, pair in enumerate(study.aggregation.compare):
-        _check_names(f"aggregation.compare[{i}]", pair, study.models, "model")
+        check_names(f"aggregation.compare[{i}]", pair, study.models, "model")
     return study

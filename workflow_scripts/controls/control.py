@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .. import provenance
+from ..checkpoint_integrity import verify_checkpoint
 from ..cli import run
 from ..errors import PipelineError
-from ..provenance.verify import verify_checkpoint
 from .settings import load_control
 
 log = logging.getLogger(__name__)

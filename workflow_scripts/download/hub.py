@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
+from ..checkpoint_integrity import PIN_COMMAND
 from ..errors import PipelineError
 from ..typed import help_field as _help
 from .fetch import Options, fetch, fetch_text
@@ -27,7 +28,6 @@ COMMIT = re.compile(r"^[0-9a-f]{40}$")
 SAFETENSORS = re.compile(r"^model(-\d+-of-\d+)?\.safetensors(\.index\.json)?$")
 PYTORCH_BIN = re.compile(r"^pytorch_model(-\d+-of-\d+)?\.bin(\.index\.json)?$")
 TOKENIZER_AND_CONFIG = re.compile(r"^[^/]+\.(json|txt|model)$")
-PIN_COMMAND = "python -m workflow_scripts.download.pin_checkpoints config.yaml"
 
 
 @dataclass

@@ -25,10 +25,10 @@ import yaml
 
 from .. import provenance
 from ..atomic import write_text
+from ..checkpoint_integrity import pinned_record
 from ..cli import run
 from ..errors import PipelineError
 from ..integrity import sha256_stream
-from ..provenance.verify import pinned_record
 from .fetch import Options
 from .hub import HubFile, revision_info, wanted
 from .local_copy import tree_digest

@@ -25,9 +25,9 @@ import torch
 
 from .. import optim, provenance
 from ..atomic import write_json, write_jsonl, write_yaml
+from ..checkpoint_integrity import verify_checkpoint
 from ..cli import run
 from ..errors import PipelineError
-from ..provenance.verify import verify_checkpoint
 from ..tasks.metrics import compute, compute_all, metric_names, run_header, test_section
 from ..typed import to_dict
 from . import cache, chunks, data, heads, stability, tagging

@@ -19,8 +19,8 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import ElectraConfig, ElectraForMaskedLM, ElectraForPreTraining
 
+from ..checkpoint_integrity import verify_checkpoint
 from ..errors import PipelineError
-from ..provenance.verify import verify_checkpoint
 from ..tokenizer import Specials, load_tokenizer
 from .batches import IGNORE_INDEX
 from .documents import document_inputs

@@ -18,8 +18,8 @@ from transformers import (
     RobertaForMaskedLM,
 )
 
+from ..checkpoint_integrity import verify_checkpoint
 from ..errors import PipelineError
-from ..provenance.verify import verify_checkpoint
 from ..tokenizer import Specials, looks_local
 from . import modernbert
 from .documents import document_inputs

@@ -23,9 +23,9 @@ from typing import Any
 
 from .. import numerics
 from ..atomic import write_json
-from ..integrity import sha256_file
+from ..integrity import PROVENANCE, sha256_file
 
-FILENAME = "provenance.json"
+FILENAME = PROVENANCE
 SIDECAR_SUFFIX = ".provenance.json"
 PACKAGES = (
     "torch",

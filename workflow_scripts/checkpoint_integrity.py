@@ -28,11 +28,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..download.hub import PIN_COMMAND
-from ..integrity import IntegrityError, sha256_stream
-from . import FILENAME
+from .integrity import PROVENANCE as FILENAME
+from .integrity import IntegrityError, sha256_stream
 
 log = logging.getLogger(__name__)
+
+PIN_COMMAND = "python -m workflow_scripts.download.pin_checkpoints config.yaml"
 
 PINNED_DIR = Path("results/raw/models")
 PINNED_SUFFIX = ".pinned.json"
