@@ -5,7 +5,7 @@ import re
 import shlex
 import sys
 
-from workflow_scripts import numerics, paths, preload
+from workflow_scripts import group_check, numerics, paths, preload
 from workflow_scripts.config import checkpoints, gpu_share, plan, step_settings
 from workflow_scripts.config.launch import launch_command
 from workflow_scripts.config.resources import MODEL_RULES, snakemake_resources
@@ -15,6 +15,9 @@ from workflow_scripts.download.hub import PIN_COMMAND
 from workflow_scripts.atomic import write_yaml
 from workflow_scripts.pack.index import build_index
 from workflow_scripts.download.local_copy import local_source, tree_state
+
+# Snakemake's check that no path leaves a job group and re-enters it, linear in the DAG.
+group_check.install()
 
 try:
     STUDY = load_config(config, workflow.source_path("../schemas/config.schema.yaml"))
@@ -125,8 +128,12 @@ def _job_size(rule_name, wildcards):
     return STUDY.job_resources(rule_name, model)
 
 
+# Snakemake evaluates a callable resource once per job, each time inspecting its signature:
+# only the training rules, sized per model, get functions; the others get the values.
 def job_threads(rule_name):
     """The rule's `threads:` from the config's `resources:` (per model for training rules)."""
+    if rule_name not in MODEL_RULES:
+        return STUDY.job_resources(rule_name).threads
     return lambda wildcards: _job_size(rule_name, wildcards).threads
 
 
@@ -134,16 +141,16 @@ def job_resources(rule_name):
     """The rule's `resources:` from the config's `resources:`; runtime grows with each retry."""
     models = [m for m, e in STUDY.models.items() if e.kind == rule_name]
     multi_node = any(STUDY.job_resources(rule_name, m).nodes > 1 for m in models)
+    size = STUDY.job_resources(rule_name)
 
     def value(key):
+        if rule_name not in MODEL_RULES:
+            return snakemake_resources(size, multi_node)[key]
         return lambda wildcards: snakemake_resources(
             _job_size(rule_name, wildcards), multi_node
         )[key]
 
-    resources = {
-        key: value(key)
-        for key in snakemake_resources(STUDY.job_resources(rule_name), multi_node)
-    }
+    resources = {key: value(key) for key in snakemake_resources(size, multi_node)}
     resources["runtime"] = lambda wildcards, attempt: (
         _job_size(rule_name, wildcards).runtime * attempt
     )
@@ -156,13 +163,23 @@ def finetune_resources():
     and `gpu_mem_gb` are left out: Snakemake would sum them over a group's runs."""
     size = STUDY.job_resources("finetune")
 
-    def share(wildcards):
-        shape = gpu_share.model_shape(model_dir(wildcards.model))
-        settings = finetune_settings(wildcards.model, wildcards.task)
+    # once per model, task and state of the model's config.json (none yet in a dry run)
+    @functools.cache
+    def runs_share(model, task, config_state):
+        shape = gpu_share.model_shape(model_dir(model))
+        settings = finetune_settings(model, task)
         runs = gpu_share.runs_per_gpu(
             size.runs_per_gpu, size.gpu, shape, settings, size.gpu_mem_gb
         )
         return gpu_share.gpu_share(runs)
+
+    def share(wildcards):
+        try:
+            stat = os.stat(f"{model_dir(wildcards.model)}/config.json")
+            config_state = (stat.st_mtime_ns, stat.st_size)
+        except OSError:
+            config_state = None
+        return runs_share(wildcards.model, wildcards.task, config_state)
 
     resources = job_resources("finetune")
     del resources["nodes"], resources["gpu_mem_gb"]
