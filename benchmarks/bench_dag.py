@@ -44,7 +44,8 @@ ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.envi
 BARE = """\
 N = config["n"]
 FETCH, PARSE, SETTINGS, CORPUS = N["fetch"], N["parse"], N["settings"], N["corpus"]
-VOCAB, MODEL, TASK, FINETUNE, REPORT = N["vocab"], N["model"], N["task"], N["finetune"], N["report"]
+VOCAB, PACK, MODEL, TASK = N["vocab"], N["pack"], N["model"], N["task"]
+FINETUNE, REPORT = N["finetune"], N["report"]
 
 
 rule all:
@@ -94,9 +95,19 @@ rule vocab:
         "touch {output}"
 
 
+rule pack:
+    input:
+        corpus=lambda w: f"out/corpus/{int(w.p) % CORPUS}.txt",
+        vocab=lambda w: f"out/vocab/{int(w.p) % VOCAB}.txt",
+    output:
+        "out/pack/{p}.txt",
+    shell:
+        "touch {output}"
+
+
 rule model:
     input:
-        lambda w: f"out/vocab/{int(w.m) % VOCAB}.txt",
+        lambda w: expand("out/pack/{p}.txt", p=range(int(w.m), PACK, MODEL)),
     output:
         "out/model/{m}.txt",
     shell:
@@ -123,9 +134,13 @@ rule finetune:
         "touch {output}"
 
 
+# two tables read every run (tables, plots), the others a share of them (one task's tables)
 rule report:
     input:
-        expand("out/finetune/{j}/metrics.json", j=range(FINETUNE)),
+        lambda w: expand(
+            "out/finetune/{j}/metrics.json",
+            j=range(FINETUNE) if int(w.r) < 2 else range(int(w.r), FINETUNE, REPORT),
+        ),
     output:
         "out/report/{r}.txt",
     shell:
@@ -244,26 +259,29 @@ def complete(workdir: Path, jobs) -> int:
 
 def stage_counts(rules: Counter) -> dict[str, int]:
     """Our job counts per rule, folded into the bare workflow's stages."""
-    n = Counter()
+    stages = {
+        "parse_corpus_file": "parse",
+        "build_corpus": "corpus",
+        "build_text_corpus": "corpus",
+        "train_vocab": "vocab",
+        "vocab_diagnostics": "vocab",
+        "pack": "pack",
+        "pack_index": "pack",
+        "pretrain": "model",
+        "distill": "model",
+        "control": "model",
+        "prepare_task": "task",
+        "finetune": "finetune",
+        "baseline": "finetune",
+    }
+    n = Counter(dict.fromkeys(("fetch", "parse", "settings", "corpus", "vocab", "pack", "model", "task"), 0))
     for rule, count in rules.items():
         if rule.startswith("download"):
             n["fetch"] += count
-        elif rule == "parse_corpus_file":
-            n["parse"] += count
-        elif rule.endswith("_settings"):
+        elif rule.endswith("_settings") or rule.endswith("_settings_of_task"):
             n["settings"] += count
-        elif rule == "build_corpus":
-            n["corpus"] += count
-        elif rule in ("train_vocab", "vocab_diagnostics"):
-            n["vocab"] += count
-        elif rule in ("pretrain", "distill"):
-            n["model"] += count
-        elif rule == "prepare_task":
-            n["task"] += count
-        elif rule == "finetune":
-            n["finetune"] += count
         else:
-            n["report"] += count
+            n[stages.get(rule, "report")] += count
     return dict(n)
 
 
@@ -279,7 +297,7 @@ def dry_run(tree: Path, wd: Path, args, extra=()) -> dict:
     """Our dry run with job counts (the whole output kept only for --noop)."""
     quiet = [] if args.noop else ["--quiet", "rules"]
     base = ["--snakefile", str(tree / "Snakefile"), "--directory", str(wd)]
-    result = measure([*base, "-n", *quiet, *extra], wd, args.timeout, tree, args.repeat)
+    result = measure([*base, *extra, "-n", *quiet], wd, args.timeout, tree, args.repeat)
     if "output" in result:
         assert result["returncode"] == 0, result["output"][-3000:]
         out = result.pop("output")
@@ -290,26 +308,38 @@ def dry_run(tree: Path, wd: Path, args, extra=()) -> dict:
     return result
 
 
-def partial_targets(wd: Path) -> dict[str, list[str]]:
+# A partial rerun after the models and the task data exist, narrowed to the fine-tuning rules:
+# Snakemake plans no job upstream of the runs (README: "Partial reruns").
+NARROW = ["--allowed-rules", "finetune", "finetune_settings"]
+
+
+def partial_targets(wd: Path) -> tuple[dict[str, list[str]], list[str]]:
     """A partial rerun's targets: one run (a model pretrained here, one task, one seed), that
     task of that model (every fold and seed), and the named target of the task (every model's
-    runs and the task's own tables)."""
-    from workflow_scripts.config.plan import run_metrics, target_rule
+    runs and the task's own tables); and the files a narrowed rerun finds in place."""
+    from workflow_scripts.config.plan import model_marker, run_metrics, target_rule, task_dir
     from workflow_scripts.config.validate import load_config
 
     study = load_config(yaml.safe_load((wd / "config.yaml").read_text()), ROOT / "schemas/config.schema.yaml")
     model = next(m for m, e in study.models.items() if e.kind == "pretrain" and e.evaluate)
     task = next(iter(study.resolved_tasks))
     of_model = run_metrics(study, task=task, model=model)
-    return {"one_run": of_model[:1], "one_task_of_one_model": of_model, "named_task": [target_rule("task", task)]}
+    targets = {"one_run": of_model[:1], "one_task_of_one_model": of_model, "named_task": [target_rule("task", task)]}
+    return targets, [*model_marker(study, model), f"{task_dir(task)}/data_card.json"]
 
 
 def bench_partial(tree: Path, wd: Path, args) -> dict:
+    targets, in_place = partial_targets(wd)
     out = {}
-    for name, files in partial_targets(wd).items():
-        result = dry_run(tree, wd, args, files)
-        result.pop("job_list", None)
-        out[name] = {"targets": files if len(files) < 4 else f"{files[0]} and {len(files) - 1} more", **result}
+    for name, files in targets.items():
+        out[name] = {"targets": files if len(files) < 4 else f"{files[0]} and {len(files) - 1} more"}
+        out[name].update(dry_run(tree, wd, args, files))
+    for path in in_place:
+        (wd / path).parent.mkdir(parents=True, exist_ok=True)
+        (wd / path).touch()
+    for name in ("one_run", "one_task_of_one_model"):
+        out[f"{name}_narrowed"] = {"targets": out[name]["targets"], "args": NARROW}
+        out[f"{name}_narrowed"].update(dry_run(tree, wd, args, [*targets[name], *NARROW]))
     return out
 
 
@@ -356,7 +386,7 @@ def bench_scale(k: int, tmp: Path, args, trees: dict[str, Path]) -> dict:
                 row[f"{name}_{label}"] = result
     for name in trees:
         row[f"{name}_dry_run"].pop("job_list", None)
-        if k == 1 and not args.noop:
+        if k == min(args.scales) and name == "ours" and not args.noop:
             row[f"{name}_partial"] = bench_partial(trees[name], dirs[name], args)
     for name in trees:
         for label in ("dry_run", "noop_dry_run", "noop_run"):
