@@ -1,20 +1,24 @@
-"""DAG scale: `snakemake -n` of the full study and a no-op rerun after completion, beside a
-bare synthetic Snakefile with the same number of jobs per stage, at 1x, 4x and 16x the jobs.
+"""DAG scale: `snakemake -n` of the full study beside a bare synthetic Snakefile with the same
+number of jobs per stage, at 1x, 2x and 4x the fine-tuning fan-out, and the planning of partial
+reruns (one run, one task of one model, a named target); optionally the workflow as it was
+(`--before DIR`, e.g. `git archive main | tar -x -C DIR`) in the same run, side by side.
 
-    python benchmarks/bench_dag.py [--scales 1 4 16] [--timeout 1800] [--out FILE]
+    python benchmarks/bench_dag.py [--scales 1 2 4] [--before DIR] [--before-scales 1]
+                                   [--corpora] [--noop] [--timeout 1800] [--out FILE]
 
-Scale k multiplies the PubMed update/baseline file ranges, the PMC batches and every task's
-seeds by k, so downloads, parses and fine-tuning runs grow k-fold (models, vocabularies,
+Scale k multiplies every task's seeds by k (with `--corpora` also the PubMed update/baseline
+file ranges and the PMC batches), so the fine-tuning runs grow k-fold (models, vocabularies,
 corpora and tasks stay as configured). The bare Snakefile mirrors the study's DAG stage by
 stage (downloads -> parses -> corpora -> vocabularies -> models -> task data -> fine-tuning
 fan-out -> tables) with the job counts of our dry run and `touch` shells, no config parsing
 and no input functions beyond index arithmetic.
 
-"After completion" is reproduced for both workflows the same way: every output file of the
-dry run is created, in dependency order with increasing mtimes, and no run metadata is
+`--noop`: "after completion" is reproduced for both workflows the same way: every output file
+of the dry run is created, in dependency order with increasing mtimes, and no run metadata is
 written (so both decide by file existence and mtimes). Each snakemake is its own process;
 wall seconds, CPU seconds (user+sys, from wait4, so other load on the machine matters less)
-and peak RSS are recorded. The ratio is ours / bare on CPU seconds.
+and peak RSS are recorded; each measurement is the best (least CPU) of `--repeat` runs. The
+ratio is ours / bare on CPU seconds.
 """
 
 from __future__ import annotations
@@ -40,7 +44,8 @@ ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.envi
 BARE = """\
 N = config["n"]
 FETCH, PARSE, SETTINGS, CORPUS = N["fetch"], N["parse"], N["settings"], N["corpus"]
-VOCAB, MODEL, TASK, FINETUNE, REPORT = N["vocab"], N["model"], N["task"], N["finetune"], N["report"]
+VOCAB, PACK, MODEL, TASK = N["vocab"], N["pack"], N["model"], N["task"]
+FINETUNE, REPORT = N["finetune"], N["report"]
 
 
 rule all:
@@ -90,9 +95,19 @@ rule vocab:
         "touch {output}"
 
 
+rule pack:
+    input:
+        corpus=lambda w: f"out/corpus/{int(w.p) % CORPUS}.txt",
+        vocab=lambda w: f"out/vocab/{int(w.p) % VOCAB}.txt",
+    output:
+        "out/pack/{p}.txt",
+    shell:
+        "touch {output}"
+
+
 rule model:
     input:
-        lambda w: f"out/vocab/{int(w.m) % VOCAB}.txt",
+        lambda w: expand("out/pack/{p}.txt", p=range(int(w.m), PACK, MODEL)),
     output:
         "out/model/{m}.txt",
     shell:
@@ -119,9 +134,13 @@ rule finetune:
         "touch {output}"
 
 
+# two tables read every run (tables, plots), the others a share of them (one task's tables)
 rule report:
     input:
-        expand("out/finetune/{j}/metrics.json", j=range(FINETUNE)),
+        lambda w: expand(
+            "out/finetune/{j}/metrics.json",
+            j=range(FINETUNE) if int(w.r) < 2 else range(int(w.r), FINETUNE, REPORT),
+        ),
     output:
         "out/report/{r}.txt",
     shell:
@@ -129,9 +148,9 @@ rule report:
 """
 
 
-def scaled_config(k: int) -> dict:
+def scaled_config(k: int, corpora: bool) -> dict:
     cfg = yaml.safe_load((ROOT / "config.yaml").read_text())
-    for entry in cfg["corpora"].values():
+    for entry in cfg["corpora"].values() if corpora else ():
         src = entry["source"]
         if "baseline" in src:
             first, last = src["baseline"]
@@ -149,12 +168,13 @@ def scaled_config(k: int) -> dict:
     return cfg
 
 
-def measure(args: list[str], cwd: Path, timeout: int) -> dict:
+def measure_once(args: list[str], cwd: Path, timeout: int, tree: Path) -> dict:
     """One snakemake process under /usr/bin/time: wall and CPU seconds, peak RSS, output."""
+    env = {**ENV, "PYTHONPATH": str(tree)}  # the tree's own workflow_scripts
     with tempfile.NamedTemporaryFile("r", suffix=".time") as timing, tempfile.TemporaryFile("w+") as log:
         cmd = ["/usr/bin/time", "-f", "%e %U %S %M", "-o", timing.name, SNAKEMAKE, *args]
         try:
-            proc = subprocess.run(cmd, cwd=cwd, env=ENV, stdout=log, stderr=subprocess.STDOUT, timeout=timeout)
+            proc = subprocess.run(cmd, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, timeout=timeout)
         except subprocess.TimeoutExpired:
             return {"timed_out": timeout}
         log.seek(0)
@@ -166,6 +186,31 @@ def measure(args: list[str], cwd: Path, timeout: int) -> dict:
             "returncode": proc.returncode,
             "output": log.read(),
         }
+
+
+def measure(args: list[str], cwd: Path, timeout: int, tree: Path = ROOT, repeat: int = 1) -> dict:
+    """The run of least CPU time of ``repeat``, with every run's CPU seconds."""
+    runs = [measure_once(args, cwd, timeout, tree) for _ in range(repeat)]
+    done = [r for r in runs if "cpu_s" in r]
+    if not done:
+        return runs[0]
+    best = min(done, key=lambda r: r["cpu_s"])
+    return {**best, "cpu_s_runs": [r["cpu_s"] for r in done]} if repeat > 1 else best
+
+
+def job_stats(output: str) -> Counter:
+    """Job counts per rule from the 'Job stats' table of `snakemake -n`."""
+    counts, lines = Counter(), output.splitlines()
+    for i, line in enumerate(lines):
+        if line.strip().startswith("job") and "count" in line:
+            for row in lines[i + 2 :]:
+                parts = row.split()
+                if len(parts) != 2 or not parts[1].isdigit():
+                    break
+                if parts[0] != "total":
+                    counts[parts[0]] = int(parts[1])
+            break
+    return counts
 
 
 JOB_RE = re.compile(r"^(?:local)?rule (\S+):$")
@@ -214,91 +259,179 @@ def complete(workdir: Path, jobs) -> int:
 
 def stage_counts(rules: Counter) -> dict[str, int]:
     """Our job counts per rule, folded into the bare workflow's stages."""
-    n = Counter()
+    stages = {
+        "parse_corpus_file": "parse",
+        "build_corpus": "corpus",
+        "build_text_corpus": "corpus",
+        "train_vocab": "vocab",
+        "vocab_diagnostics": "vocab",
+        "pack": "pack",
+        "pack_index": "pack",
+        "pretrain": "model",
+        "distill": "model",
+        "control": "model",
+        "prepare_task": "task",
+        "finetune": "finetune",
+        "baseline": "finetune",
+    }
+    n = Counter(dict.fromkeys(("fetch", "parse", "settings", "corpus", "vocab", "pack", "model", "task"), 0))
     for rule, count in rules.items():
         if rule.startswith("download"):
             n["fetch"] += count
-        elif rule == "parse_corpus_file":
-            n["parse"] += count
-        elif rule.endswith("_settings"):
+        elif rule.endswith("_settings") or rule.endswith("_settings_of_task"):
             n["settings"] += count
-        elif rule == "build_corpus":
-            n["corpus"] += count
-        elif rule in ("train_vocab", "vocab_diagnostics"):
-            n["vocab"] += count
-        elif rule in ("pretrain", "distill"):
-            n["model"] += count
-        elif rule == "prepare_task":
-            n["task"] += count
-        elif rule == "finetune":
-            n["finetune"] += count
         else:
-            n["report"] += count
+            n[stages.get(rule, "report")] += count
     return dict(n)
 
 
-def bench_scale(k: int, tmp: Path, timeout: int) -> dict:
-    ours, bare = tmp / f"ours-{k}x", tmp / f"bare-{k}x"
-    ours.mkdir()
-    bare.mkdir()
-    (ours / "config.yaml").write_text(yaml.safe_dump(scaled_config(k), sort_keys=False))
-    for name in ("pmc-metadata.txt",):
-        (ours / name).touch()  # a run-directory input of the PMC cloud layout
-    ours_args = ["--snakefile", str(ROOT / "Snakefile"), "--directory", str(ours)]
+def study_dir(tmp: Path, name: str, k: int, corpora: bool) -> Path:
+    wd = tmp / name
+    wd.mkdir()
+    (wd / "config.yaml").write_text(yaml.safe_dump(scaled_config(k, corpora), sort_keys=False))
+    (wd / "pmc-metadata.txt").touch()  # a run-directory input of the PMC cloud layout
+    return wd
+
+
+def dry_run(tree: Path, wd: Path, args, extra=()) -> dict:
+    """Our dry run with job counts (the whole output kept only for --noop)."""
+    quiet = [] if args.noop else ["--quiet", "rules"]
+    base = ["--snakefile", str(tree / "Snakefile"), "--directory", str(wd)]
+    result = measure([*base, *extra, "-n", *quiet], wd, args.timeout, tree, args.repeat)
+    if "output" in result:
+        assert result["returncode"] == 0, result["output"][-3000:]
+        out = result.pop("output")
+        result["jobs"] = sum(job_stats(out).values())
+        result["rules"] = dict(sorted(job_stats(out).items()))
+        if args.noop:
+            result["job_list"] = parse_jobs(out)
+    return result
+
+
+# A partial rerun after the models and the task data exist, narrowed to the fine-tuning rules:
+# Snakemake plans no job upstream of the runs (README: "Partial reruns").
+NARROW = ["--allowed-rules", "finetune", "finetune_settings"]
+
+
+def partial_targets(wd: Path) -> tuple[dict[str, list[str]], list[str]]:
+    """A partial rerun's targets: one run (a model pretrained here, one task, one seed), that
+    task of that model (every fold and seed), and the named target of the task (every model's
+    runs and the task's own tables); and the files a narrowed rerun finds in place."""
+    from workflow_scripts.config.plan import model_marker, run_metrics, target_rule, task_dir
+    from workflow_scripts.config.validate import load_config
+
+    study = load_config(yaml.safe_load((wd / "config.yaml").read_text()), ROOT / "schemas/config.schema.yaml")
+    model = next(m for m, e in study.models.items() if e.kind == "pretrain" and e.evaluate)
+    task = next(iter(study.resolved_tasks))
+    of_model = run_metrics(study, task=task, model=model)
+    targets = {"one_run": of_model[:1], "one_task_of_one_model": of_model, "named_task": [target_rule("task", task)]}
+    return targets, [*model_marker(study, model), f"{task_dir(task)}/data_card.json"]
+
+
+def bench_partial(tree: Path, wd: Path, args) -> dict:
+    targets, in_place = partial_targets(wd)
+    out = {}
+    for name, files in targets.items():
+        out[name] = {"targets": files if len(files) < 4 else f"{files[0]} and {len(files) - 1} more"}
+        out[name].update(dry_run(tree, wd, args, files))
+    for path in in_place:
+        (wd / path).parent.mkdir(parents=True, exist_ok=True)
+        (wd / path).touch()
+    for name in ("one_run", "one_task_of_one_model"):
+        out[f"{name}_narrowed"] = {"targets": out[name]["targets"], "args": NARROW}
+        out[f"{name}_narrowed"].update(dry_run(tree, wd, args, [*targets[name], *NARROW]))
+    return out
+
+
+def bench_scale(k: int, tmp: Path, args, trees: dict[str, Path]) -> dict:
     row: dict = {"scale": k}
-
-    dry = measure([*ours_args, "-n"], ours, timeout)
-    if "timed_out" in dry:
-        return {**row, "ours_dry_run": dry}
-    assert dry["returncode"] == 0, dry["output"][-3000:]
-    jobs = parse_jobs(dry.pop("output"))
-    rules = Counter(rule for rule, _, _ in jobs)
-    row["jobs"] = len(jobs)
-    row["ours_dry_run"] = dry
-    n = stage_counts(rules)
+    dirs = {}
+    for name, tree in trees.items():
+        dirs[name] = wd = study_dir(tmp, f"{name}-{k}x", k, args.corpora)
+        row[f"{name}_dry_run"] = dry_run(tree, wd, args)
+        if "timed_out" in row[f"{name}_dry_run"]:
+            return row
+    first = row[f"{next(iter(trees))}_dry_run"]
+    row["jobs"] = first["jobs"]
+    for name in trees:
+        # the same plan before and after, rule by rule
+        assert row[f"{name}_dry_run"]["rules"] == first["rules"], name
+    bare = tmp / f"bare-{k}x"
+    bare.mkdir()
     (bare / "Snakefile").write_text(BARE)
-    (bare / "config.yaml").write_text(yaml.safe_dump({"n": n}))
+    (bare / "config.yaml").write_text(yaml.safe_dump({"n": stage_counts(Counter(first["rules"]))}))
     bare_args = ["--snakefile", "Snakefile", "--configfile", "config.yaml"]
-    bdry = measure([*bare_args, "-n"], bare, timeout)
+    quiet = [] if args.noop else ["--quiet", "rules"]
+    bdry = measure([*bare_args, "-n", *quiet], bare, args.timeout, repeat=args.repeat)
     assert bdry["returncode"] == 0, bdry["output"][-3000:]
-    bare_jobs = parse_jobs(bdry.pop("output"))
-    row["bare_jobs"] = len(bare_jobs)
+    bout = bdry.pop("output")
+    row["bare_jobs"] = sum(job_stats(bout).values())
     row["bare_dry_run"] = bdry
-
-    complete(ours, jobs)
-    complete(bare, bare_jobs)
-    for label, args in (("noop_dry_run", ["-n"]), ("noop_run", ["--cores", "1"])):
-        for name, wd, base in (("ours", ours, ours_args), ("bare", bare, bare_args)):
-            result = measure([*base, *args], wd, timeout)
-            if "output" in result:
-                out = result.pop("output")
-                result["nothing_to_be_done"] = "Nothing to be done" in out
-                if not result["nothing_to_be_done"]:
-                    result["tail"] = out[-1500:]
-            row[f"{name}_{label}"] = result
-    for label in ("dry_run", "noop_dry_run", "noop_run"):
-        o, b = row.get(f"ours_{label}", {}), row.get(f"bare_{label}", {})
-        if "cpu_s" in o and "cpu_s" in b:
-            row[f"ratio_{label}"] = round(o["cpu_s"] / b["cpu_s"], 2)
+    if args.noop:
+        complete(bare, parse_jobs(bout))
+        for name in trees:
+            complete(dirs[name], row[f"{name}_dry_run"]["job_list"])
+        for label, extra in (("noop_dry_run", ["-n"]), ("noop_run", ["--cores", "1"])):
+            runs = {
+                name: (dirs[name], ["--snakefile", str(tree / "Snakefile"), "--directory", str(dirs[name])])
+                for name, tree in trees.items()
+            }
+            for name, (wd, base) in {**runs, "bare": (bare, bare_args)}.items():
+                result = measure([*base, *extra], wd, args.timeout, trees.get(name, ROOT), args.repeat)
+                if "output" in result:
+                    out = result.pop("output")
+                    result["nothing_to_be_done"] = "Nothing to be done" in out
+                    if not result["nothing_to_be_done"]:
+                        result["tail"] = out[-1500:]
+                row[f"{name}_{label}"] = result
+    for name in trees:
+        row[f"{name}_dry_run"].pop("job_list", None)
+        if k == min(args.scales) and name == "ours" and not args.noop:
+            row[f"{name}_partial"] = bench_partial(trees[name], dirs[name], args)
+    for name in trees:
+        for label in ("dry_run", "noop_dry_run", "noop_run"):
+            o, b = row.get(f"{name}_{label}", {}), row.get(f"bare_{label}", {})
+            if "cpu_s" in o and "cpu_s" in b:
+                row[f"ratio_{name}_{label}"] = round(o["cpu_s"] / b["cpu_s"], 2)
+        for result in row.get(f"{name}_partial", {}).values():
+            if "cpu_s" in result:
+                result["of_full_dry_run"] = round(result["cpu_s"] / row[f"{name}_dry_run"]["cpu_s"], 3)
     return row
+
+
+def cpu_name() -> str:
+    info = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    fields = dict(line.split(":", 1) for line in info.splitlines() if ":" in line)
+    fields = {k.strip(): v.strip() for k, v in fields.items()}
+    name = fields.get("model name", platform.processor())
+    return f"{name} (family {fields.get('cpu family')}, model {fields.get('model')})"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scales", type=int, nargs="+", default=[1, 4, 16])
+    parser.add_argument("--scales", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--before", type=Path, help="a tree of the workflow as it was, measured beside this one")
+    parser.add_argument("--before-scales", type=int, nargs="+", default=[1])
+    parser.add_argument("--corpora", action="store_true", help="scale the PubMed files and PMC batches too")
+    parser.add_argument("--noop", action="store_true", help="also a no-op dry run and run after completion")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per measurement, the least CPU kept")
     parser.add_argument("--timeout", type=int, default=1800, help="seconds per snakemake call")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks/results/dag_scale.json")
     args = parser.parse_args()
     result = {
         "benchmark": "dag_scale",
         "snakemake": subprocess.run([SNAKEMAKE, "--version"], capture_output=True, text=True).stdout.strip(),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-        "note": "ratio_* = ours / bare CPU seconds; no-op = every output present, no run metadata",
+        "machine": {"cpu": cpu_name(), "cpus": os.cpu_count(), "python": platform.python_version()},
+        "scaled": "seeds of every task" + (", PubMed files, PMC batches" if args.corpora else ""),
+        "note": "ratio_* = ours / bare CPU seconds; partial: of_full_dry_run = CPU seconds / the full dry run's",
         "rows": [],
     }
     with tempfile.TemporaryDirectory(prefix="bench-dag-") as tmp:
         for k in args.scales:
-            result["rows"].append(bench_scale(k, Path(tmp), args.timeout))
+            trees = {"ours": ROOT}
+            if args.before is not None and k in args.before_scales:
+                trees["before"] = args.before.resolve()
+            result["rows"].append(bench_scale(k, Path(tmp), args, trees))
             print(json.dumps(result["rows"][-1]), flush=True)
             args.out.write_text(json.dumps(result, indent=2) + "\n")  # kept if a larger scale is cut off
 

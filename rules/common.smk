@@ -5,7 +5,7 @@ import re
 import shlex
 import sys
 
-from workflow_scripts import numerics, paths, preload, workdir_lock
+from workflow_scripts import group_check, numerics, paths, preload, workdir_lock
 from workflow_scripts.config import checkpoints, gpu_share, plan, step_settings
 from workflow_scripts.config.launch import launch_command
 from workflow_scripts.config.resources import MODEL_RULES, snakemake_resources
@@ -22,6 +22,9 @@ if workflow.is_main_process:
     _locked = workdir_lock.acquire(sys.argv)
     if _locked:
         sys.exit(_locked)
+
+# Snakemake's check that no path leaves a job group and re-enters it, linear in the DAG.
+group_check.install()
 
 try:
     STUDY = load_config(config, workflow.source_path("../schemas/config.schema.yaml"))
@@ -132,8 +135,12 @@ def _job_size(rule_name, wildcards):
     return STUDY.job_resources(rule_name, model)
 
 
+# Snakemake evaluates a callable resource once per job, each time inspecting its signature:
+# only the training rules, sized per model, get functions; the others get the values.
 def job_threads(rule_name):
     """The rule's `threads:` from the config's `resources:` (per model for training rules)."""
+    if rule_name not in MODEL_RULES:
+        return STUDY.job_resources(rule_name).threads
     return lambda wildcards: _job_size(rule_name, wildcards).threads
 
 
@@ -141,26 +148,36 @@ def job_resources(rule_name):
     """The rule's `resources:` from the config's `resources:`; runtime grows with each retry."""
     models = [m for m, e in STUDY.models.items() if e.kind == rule_name]
     multi_node = any(STUDY.job_resources(rule_name, m).nodes > 1 for m in models)
+    size = STUDY.job_resources(rule_name)
 
     def value(key):
+        if rule_name not in MODEL_RULES:
+            return snakemake_resources(size, multi_node)[key]
         return lambda wildcards: snakemake_resources(
             _job_size(rule_name, wildcards), multi_node
         )[key]
 
-    resources = {
-        key: value(key)
-        for key in snakemake_resources(STUDY.job_resources(rule_name), multi_node)
-    }
+    resources = {key: value(key) for key in snakemake_resources(size, multi_node)}
     resources["runtime"] = lambda wildcards, attempt: (
         _job_size(rule_name, wildcards).runtime * attempt
     )
     return resources
 
 
+def config_state(model):
+    """The state of a model's config.json (none before it is trained): what a run's plan reads."""
+    try:
+        stat = os.stat(f"{model_dir(model)}/config.json")
+    except OSError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
+
+
 @functools.cache
-def finetune_plan(model, task):
-    """Runs per card and time limit of a fine-tuning run: once per model and task, from the
-    model's config.json and the task's recorded size (workflow_scripts/config/gpu_share.py).
+def finetune_plan(model, task, config_state):
+    """Runs per card and time limit of a fine-tuning run: once per model, task and state of the
+    model's config.json, from that file and the task's recorded size
+    (workflow_scripts/config/gpu_share.py).
     """
     size = STUDY.job_resources("finetune")
     spec = STUDY.resolved_tasks[task].spec
@@ -191,12 +208,14 @@ def finetune_resources():
     `gpu_mem_gb` are left out: Snakemake would sum them over a group's runs."""
     size = STUDY.job_resources("finetune")
 
+    def plan(wildcards):
+        return finetune_plan(wildcards.model, wildcards.task, config_state(wildcards.model))
+
     def share(wildcards):
-        plan = finetune_plan(wildcards.model, wildcards.task)
-        return gpu_share.gpu_share(plan.runs_per_gpu)
+        return gpu_share.gpu_share(plan(wildcards).runs_per_gpu)
 
     def runtime(wildcards, attempt):
-        return finetune_plan(wildcards.model, wildcards.task).runtime * attempt
+        return plan(wildcards).runtime * attempt
 
     resources = job_resources("finetune")
     del resources["nodes"], resources["gpu_mem_gb"]

@@ -53,9 +53,7 @@ rule baseline:
     conda:
         CONDA_ENV
     params:
-        out=lambda wildcards: plan.run_dir(
-            wildcards.model, wildcards.task, wildcards.fold, wildcards.seed
-        ),
+        out=paths.RUN,
     shell:
         "python -m workflow_scripts.controls.baseline --settings {input.settings}"
         " --task-dir results/tasks/{wildcards.task} --fold {wildcards.fold}"

@@ -19,7 +19,7 @@ rule finetune:
         task=f"{paths.TASK}/data_card.json",
         model=lambda wildcards: model_marker(wildcards.model),
         selection=selection_run,
-        group_step=group_step_runs,
+        group_step=group_step_runs if workflow.remote_exec else [],
     output:
         metrics=f"{paths.RUN}/metrics.json",
         predictions=f"{paths.RUN}/predictions.jsonl",
@@ -40,9 +40,7 @@ rule finetune:
             f"--steps-from {p}" for p in input.selection
         ),
         model=lambda wildcards: model_dir(wildcards.model),
-        out=lambda wildcards: plan.run_dir(
-            wildcards.model, wildcards.task, wildcards.fold, wildcards.seed
-        ),
+        out=paths.RUN,
     shell:
         "python -m workflow_scripts.preload workflow_scripts.finetune.finetune"
         " --settings {input.settings}"

@@ -2,7 +2,9 @@
 # non-identifier characters become `_`):
 #   snakemake task_ncbi_disease   every model x fold x seed run of one task + its own tables
 #   snakemake model_pubmedbert    one model (built here, if it is) + its runs on every task
-# They only name files: no jobs of their own, so they never reach the cluster.
+# They only name files: no jobs of their own, so they never reach the cluster. A rerun of
+# runs whose model and task data exist plans only the runs with
+# `--allowed-rules finetune finetune_settings` (README: "Re-running part of the study").
 localrules:
     report_settings_of_task,
     tables_of_task,
