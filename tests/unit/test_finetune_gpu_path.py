@@ -191,9 +191,10 @@ def test_evaluation_waits_for_the_device_once_per_split_not_per_batch(monkeypatc
         gc.enable()
 
 
-def test_compiled_bucketed_shapes_compile_once_each_and_a_new_shape_runs_eagerly(monkeypatch):
+def test_compiled_bucketed_shapes_compile_once_each_and_a_new_shape_runs_eagerly():
     torch._dynamo.reset()
-    monkeypatch.setattr(torch._dynamo.config, "recompile_limit", torch._dynamo.config.recompile_limit)
+    # restored by hand: monkeypatch's undo deletes the attribute and hides dynamo's setting
+    limit = torch._dynamo.config.recompile_limit
     compiled = []
 
     def counting_backend(graph, example_inputs):
@@ -213,6 +214,7 @@ def test_compiled_bucketed_shapes_compile_once_each_and_a_new_shape_runs_eagerly
         loop.predict(model, data, "ner", 0, cfg, CPU, execution)
     finally:
         torch._dynamo.reset()
+        torch._dynamo.config.recompile_limit = limit
     # training: at most one graph per bucket (rows 4 x widths 32, 64); evaluation: the same again
     assert 1 <= first <= 2 and again <= 4 and len(compiled) == again
 
