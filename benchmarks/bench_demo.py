@@ -37,6 +37,11 @@ START = re.compile(r"^(?:local)?(?:rule|checkpoint) (\w+):$")
 FINISHED = re.compile(r"^Finished jobid: (\d+) \(Rule: (\w+)\)")
 LOG_NAME = re.compile(r"^(\d{4}-\d\d-\d\dT\d{6})")
 TIME_LINE = re.compile(r"([\d.]+)user ([\d.]+)system ([\d:.]+)elapsed")
+TIME_VERBOSE = re.compile(
+    r"User time \(seconds\): ([\d.]+)\s+System time \(seconds\): ([\d.]+).*?"
+    r"Elapsed \(wall clock\) time \(h:mm:ss or m:ss\): ([\d:.]+)",
+    re.S,
+)
 
 
 def parse_log(path: Path) -> dict:
@@ -110,14 +115,18 @@ def benchmark_files(directory: Path) -> dict:
 
 
 def gnu_time(path: Path) -> dict:
-    """Wall, user and system seconds from GNU time's default summary line."""
-    m = TIME_LINE.search(path.read_text(errors="replace"))
-    if m is None:
-        raise SystemExit(f"{path}: no GNU time line ('...user ...system ...elapsed') found")
-    wall = 0.0
-    for part in m.group(3).split(":"):
-        wall = wall * 60 + float(part)
-    return {"wall_s": wall, "user_s": float(m.group(1)), "system_s": float(m.group(2))}
+    """Wall, user and system seconds from GNU time's summary: its default line or ``-v``'s."""
+    text = path.read_text(errors="replace")
+    if m := TIME_LINE.search(text):
+        user, system, wall = m.groups()
+    elif m := TIME_VERBOSE.search(text):
+        user, system, wall = m.group(1), m.group(2), m.group(3)
+    else:
+        raise SystemExit(f"{path}: no GNU time summary ('...user ...system ...elapsed' or time -v) found")
+    seconds = 0.0
+    for part in wall.split(":"):
+        seconds = seconds * 60 + float(part)
+    return {"wall_s": seconds, "user_s": float(user), "system_s": float(system)}
 
 
 def cpu() -> dict:
