@@ -15,7 +15,10 @@ Read from the run's own records, nothing re-run:
   to its metrics): the rest of the job's seconds is per-run overhead (Snakemake's scheduling and
   bookkeeping, the shell, the preloaded fork, imports, writing predictions and provenance).
 - The per-rule benchmark files (``results/benchmarks/<rule>/``): seconds and CPU seconds.
-- Optionally GNU ``time``'s line for the whole command (``--time-log``): wall, user and system CPU.
+- Optionally GNU ``time``'s summary for the whole command (``--time-log``): wall, user and system
+  CPU (the runs forked from the preloaded interpreter are not its descendants: not counted), and
+  ``--process-cpu``, the last line ``epoch utime stime cutime cstime`` (clock ticks) of a sampler
+  of Snakemake's ``/proc/<pid>/stat``: the CPU seconds of Snakemake's own process.
 Prints a table and writes the figures as JSON; ``--compare`` prints two such files side by side.
 """
 
@@ -129,6 +132,15 @@ def gnu_time(path: Path) -> dict:
     return {"wall_s": seconds, "user_s": float(user), "system_s": float(system)}
 
 
+def process_cpu(path: Path) -> dict:
+    """Snakemake's own CPU seconds and its waited-for children's, from a /proc/<pid>/stat sampler."""
+    last = path.read_text().split("\n")
+    fields = [line.split() for line in last if len(line.split()) == 5][-1]
+    tick = os.sysconf("SC_CLK_TCK")
+    utime, stime, cutime, cstime = (int(f) / tick for f in fields[1:])
+    return {"snakemake_cpu_s": round(utime + stime, 1), "children_cpu_s": round(cutime + cstime, 1)}
+
+
 def cpu() -> dict:
     """The machine's CPU as /proc/cpuinfo names it: model, family, model number, vector ISA, cores."""
     info: dict[str, str] = {}
@@ -152,7 +164,7 @@ def cpu() -> dict:
     }
 
 
-def summarise(directory: Path, log: Path, time_log: Path | None) -> dict:
+def summarise(directory: Path, log: Path, time_log: Path | None, sampled: Path | None) -> dict:
     parsed = parse_log(log)
     jobs = parsed["jobs"]
     wall = (parsed["last"] - parsed["began"]).total_seconds()
@@ -180,6 +192,8 @@ def summarise(directory: Path, log: Path, time_log: Path | None) -> dict:
     }
     if time_log is not None:
         out["command"] = gnu_time(time_log)
+    if sampled is not None:
+        out.setdefault("command", {}).update(process_cpu(sampled))
     return out
 
 
@@ -217,9 +231,13 @@ def table(result: dict) -> str:
             f"the run's own time {ft['own_s_mean']:.2f} s mean (median {ft['own_s_median']:.2f}), "
             f"overhead {ft['overhead_s_mean']:.2f} s a run"
         )
-    if "command" in result:
-        c = result["command"]
+    c = result.get("command", {})
+    if "wall_s" in c:
         lines.append(f"command: wall {minutes(c['wall_s'])}, user {c['user_s']:.0f} s, system {c['system_s']:.0f} s")
+    if "snakemake_cpu_s" in c:
+        lines.append(
+            f"Snakemake's own process: {c['snakemake_cpu_s']:.0f} CPU s (jobs it waited for: {c['children_cpu_s']:.0f})"
+        )
     return "\n".join(lines)
 
 
@@ -240,6 +258,9 @@ def compare(before: dict, after: dict) -> str:
         f"| {after['wall_s'] / before['wall_s']:.2f} |"
     )
     rows.append(f"| cores busy | | | {before['cores_busy']:.0%} | {after['cores_busy']:.0%} | |")
+    own = [r.get("command", {}).get("snakemake_cpu_s") for r in (before, after)]
+    if None not in own:
+        rows.append(f"| Snakemake's own CPU s | | | {own[0]:.0f} | {own[1]:.0f} | {own[1] / own[0]:.2f} |")
     return "\n".join(rows)
 
 
@@ -248,6 +269,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--directory", type=Path, default=ROOT / "demo", help="the run's working directory")
     parser.add_argument("--log", type=Path, default=None, help="Snakemake's log (default: the newest)")
     parser.add_argument("--time-log", type=Path, default=None, help="GNU time's output for the whole command")
+    parser.add_argument("--process-cpu", type=Path, default=None, help="sampler of Snakemake's /proc/<pid>/stat")
     parser.add_argument("--label", default="run", help="a name for this run (before, after)")
     parser.add_argument("--note", default="", help="how the run was made (load on the machine, the command)")
     parser.add_argument("--out", type=Path, default=None, help="JSON to write")
@@ -258,7 +280,7 @@ def main(argv: list[str] | None = None) -> None:
         print(compare(before, after))
         return
     result = {"label": args.label, "note": args.note, "cpu": cpu()}
-    result.update(summarise(args.directory, args.log or newest_log(args.directory), args.time_log))
+    result.update(summarise(args.directory, args.log or newest_log(args.directory), args.time_log, args.process_cpu))
     print(table(result))
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)

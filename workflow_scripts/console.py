@@ -117,24 +117,33 @@ def clock(seconds: float) -> str:
 
 
 class Display:
-    """The progress line: redrawn in place on a terminal; elsewhere a line at each change of stage
-    and at most every ``interval`` seconds, so a CI log stays short."""
+    """The progress line: redrawn in place on a terminal; elsewhere a line when the stages change
+    (at most every ``gap`` seconds) or every ``interval`` seconds, so a CI log stays short."""
 
-    def __init__(self, out: TextIO, interval: float = 30.0) -> None:
-        self.out, self.interval = out, interval
+    def __init__(self, out: TextIO, interval: float = 30.0, gap: float = 5.0) -> None:
+        self.out, self.interval, self.gap = out, interval, gap
         self.tty = out.isatty()
-        self.shown, self.last = "", 0.0
+        self.shown, self.last, self.last_text = "", 0.0, ""
 
     def show(self, text: str, key: str) -> None:
         now = time.monotonic()
         if self.tty:
             self.out.write("\r\033[K" + text)
-        elif key != self.shown or now - self.last >= self.interval:
+        elif (key != self.shown and now - self.last >= self.gap) or now - self.last >= self.interval:
             self.out.write(text + "\n")
-            self.last = now
+            self.last, self.last_text = now, text
         else:
             return
         self.shown = key
+        self.out.flush()
+
+    def finish(self, text: str) -> None:
+        """The last state, on a line of its own."""
+        if self.tty:
+            self.out.write("\r\033[K" + text + "\n")
+        elif text != self.last_text:
+            self.out.write(text + "\n")
+        self.shown = ""
         self.out.flush()
 
     def echo(self, text: str) -> None:
@@ -178,9 +187,8 @@ def follow(command: list[str], log: TextIO, progress: Progress, display: Display
                 sys.stdout.write(line)
         if display is not None:
             display.show(progress.line(time.monotonic() - started), progress.now_running())
-    if display is not None and display.tty:
-        display.show(progress.line(time.monotonic() - started), "")
-        display.out.write("\n")
+    if display is not None:
+        display.finish(progress.line(time.monotonic() - started))
     return proc.wait()
 
 

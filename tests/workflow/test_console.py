@@ -12,7 +12,13 @@ from pathlib import Path
 from workflow_scripts.console import Progress, headline_findings, rule_stages
 
 BIN = Path(sys.executable).parent
-SNAKEFILE = 'include: "rules/make.smk"\ninclude: "rules/report.smk"\n\n\nrule all:\n    input: "results/tables/findings.md"\n'
+SNAKEFILE = """include: "rules/make.smk"
+include: "rules/report.smk"
+
+
+rule all:
+    input: "results/tables/findings.md"
+"""
 MAKE = """rule numbers:
     output: "results/n/{i}.txt"
     log: "results/logs/numbers/{i}.log"
@@ -80,7 +86,7 @@ def test_a_run_shows_progress_and_where_the_results_are(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
     assert "jobid:" not in out and "Finished jobid" not in out
-    assert "/5 " in out and "] make | " in out and "] report | " in out
+    assert "] make | " in out and "[5/5 100%]" in out
     assert "Finished 5 of 5 jobs" in out
     assert "1. First." in out and "3. Third." in out and "Fourth" not in out
     assert "Tables:  results/tables/" in out
