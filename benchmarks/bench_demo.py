@@ -217,7 +217,7 @@ def table(result: dict) -> str:
         rows.append(
             f"| {rule} | {e['jobs']} | {e['job_s']:.0f} | {e['job_s'] / e['jobs']:.2f} | {e['job_s'] / total:.0%} |"
         )
-    rows.append(f"| all | {result['jobs']} | {result['job_s']:.0f} | | |")
+    rows.append(f"| total | {result['jobs']} | {result['job_s']:.0f} | | |")
     lines = [
         f"{result.get('label', '')}: {result['jobs']} jobs, wall {minutes(result['wall_s'])}, "
         f"{result['job_s']:.0f} job-seconds, {result['jobs_running_mean']} jobs running on average, "
@@ -250,7 +250,7 @@ def compare(before: dict, after: dict) -> str:
         ratio = f"{ys / xs:.2f}" if xs else "-"
         rows.append(f"| {rule} | {x.get('jobs', 0)} | {y.get('jobs', 0)} | {xs:.0f} | {ys:.0f} | {ratio} |")
     rows.append(
-        f"| all | {before['jobs']} | {after['jobs']} | {before['job_s']:.0f} | {after['job_s']:.0f} "
+        f"| total | {before['jobs']} | {after['jobs']} | {before['job_s']:.0f} | {after['job_s']:.0f} "
         f"| {after['job_s'] / before['job_s']:.2f} |"
     )
     rows.append(

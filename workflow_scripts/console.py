@@ -41,7 +41,8 @@ TABLES = "results/tables"
 
 
 def rule_stages(snakefile: Path) -> dict[str, str]:
-    """Each rule's stage: the ``rules/<stage>.smk`` the Snakefile includes that defines it."""
+    """Each rule's stage: the ``rules/<stage>.smk`` the Snakefile includes that defines it; the
+    rules writing a step's resolved settings (``*_settings``) are the stage "settings"."""
     stages: dict[str, str] = {}
     if not snakefile.is_file():
         return stages
@@ -50,7 +51,7 @@ def rule_stages(snakefile: Path) -> dict[str, str]:
         if smk is not None and smk.is_file():
             for rule_line in smk.read_text().splitlines():
                 if r := RULE.match(rule_line):
-                    stages.setdefault(r.group(1), smk.stem)
+                    stages.setdefault(r.group(1), "settings" if r.group(1).endswith("_settings") else smk.stem)
     return stages
 
 

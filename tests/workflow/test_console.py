@@ -4,12 +4,13 @@ three-stage workflow of a few shell jobs in a temporary directory."""
 
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-from workflow_scripts.console import Progress, headline_findings, rule_stages
+from workflow_scripts.console import Display, Progress, headline_findings, rule_stages
 
 BIN = Path(sys.executable).parent
 SNAKEFILE = """include: "rules/make.smk"
@@ -19,7 +20,12 @@ include: "rules/report.smk"
 rule all:
     input: "results/tables/findings.md"
 """
-MAKE = """rule numbers:
+MAKE = """rule numbers_settings:
+    output: "results/configs/numbers.yaml"
+    shell: "echo 'n: 3' > {output}"
+
+rule numbers:
+    input: "results/configs/numbers.yaml"
     output: "results/n/{i}.txt"
     log: "results/logs/numbers/{i}.log"
     shell: "echo {wildcards.i} > {output}; echo 'numbers {wildcards.i} written' > {log}"
@@ -57,6 +63,20 @@ def test_progress_line_counts_jobs_and_names_the_stages_running():
     assert progress.line(3725) == "[1/5 20%] report | 1:02:05 elapsed"
 
 
+def test_a_log_gets_a_line_per_change_of_stage_at_most_every_gap_and_the_last_state():
+    out = io.StringIO()
+    display = Display(out, interval=30.0, gap=0.0)
+    for text, key in [("[1/6] settings", "settings"), ("[2/6] settings", "settings"), ("[3/6] make", "make")]:
+        display.show(text, key)
+    display.finish("[6/6] report")
+    assert out.getvalue().splitlines() == ["[1/6] settings", "[3/6] make", "[6/6] report"]
+    quiet = io.StringIO()
+    display = Display(quiet, interval=30.0, gap=60.0)
+    display.show("[1/6] settings", "settings")
+    display.show("[3/6] make", "make")
+    assert quiet.getvalue().splitlines() == ["[1/6] settings"]
+
+
 def test_failure_lines_are_shown_and_job_records_are_not():
     progress = Progress({})
     shown = [
@@ -70,7 +90,8 @@ def test_failure_lines_are_shown_and_job_records_are_not():
 
 
 def test_stages_are_the_rule_files_the_snakefile_includes(tmp_path):
-    assert rule_stages(workflow(tmp_path) / "Snakefile") == {"numbers": "make", "findings": "report"}
+    stages = rule_stages(workflow(tmp_path) / "Snakefile")
+    assert stages == {"numbers_settings": "settings", "numbers": "make", "findings": "report"}
 
 
 def test_headline_findings_are_the_first_three(tmp_path):
@@ -86,12 +107,12 @@ def test_a_run_shows_progress_and_where_the_results_are(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     out = done.stdout
     assert "jobid:" not in out and "Finished jobid" not in out
-    assert "] make | " in out and "[5/5 100%]" in out
-    assert "Finished 5 of 5 jobs" in out
+    assert "[6/6 100%]" in out
+    assert "Finished 6 of 6 jobs" in out
     assert "1. First." in out and "3. Third." in out and "Fourth" not in out
     assert "Tables:  results/tables/" in out
     log = (root / "results" / "logs" / "snakemake.log").read_text()
-    assert "jobid:" in log and "5 of 5 steps (100%) done" in log
+    assert "jobid:" in log and "6 of 6 steps (100%) done" in log
 
     again = console(root, "--verbose")
     assert again.returncode == 0
