@@ -1,5 +1,5 @@
 # Two entry points on a fresh machine:
-#   make demo   create .venv, install the workflow and run the embedded demo end to end
+#   make demo   create .venv, install the workflow and run the embedded demo end to end (VERBOSE=1: every job record)
 #   make test   create .venv, install the workflow and run every test (lint, dry run, unit, demo)
 # make lint checks the style (ruff, snakefmt, snakemake --lint); make format rewrites the files to pass it.
 PYTHON ?= python3
@@ -19,9 +19,10 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 # WORKFLOW_PRELOAD: fine-tuning runs fork one interpreter that has imported torch (workflow_scripts/preload.py).
+# One progress line; Snakemake's job records go to demo/results/logs/snakemake.log (make demo VERBOSE=1 shows them).
 demo: install
-	WORKFLOW_PRELOAD=1 snakemake --directory demo --workflow-profile profiles/local
-	snakemake --directory demo --workflow-profile profiles/local --report $(CURDIR)/demo/results/report.html
+	WORKFLOW_PRELOAD=1 python -m workflow_scripts.console $(if $(VERBOSE),--verbose) \
+		--report demo/results/report.html -- --directory demo --workflow-profile profiles/local
 
 test: install
 	pytest

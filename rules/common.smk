@@ -364,6 +364,12 @@ def selection_run(wildcards):
 onstart:
     from snakemake.exceptions import WorkflowError
 
+    # Snakemake 9.27's job-rate limiter (default 100 jobs/s) runs the scheduler again a second
+    # after every scheduling pass, and each finished job starts one more such chain: after n jobs
+    # it schedules n times a second, and on the 2-core demo Snakemake's own process took more
+    # CPU than the fine-tuning runs. Local jobs are bounded by the cores, not by a rate.
+    if workflow.local_exec:
+        workflow.scheduler.job_rate_limiter = None
     try:
         checkpoints.refuse_unpinned(
             [

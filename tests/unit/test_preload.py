@@ -20,6 +20,8 @@ print("argv", sys.argv[1:])
 print("cwd", os.getcwd())
 print("env", os.environ.get("PROBE_VALUE"))
 print("preloaded", "torch" in sys.modules)
+mapping = sys.modules.get("transformers.conversion_mapping")
+print("mapping", getattr(mapping, "_checkpoint_conversion_mapping_cache", None) is not None)
 print("marked", os.environ.get("WORKFLOW_PRELOADED"))
 print("version", VERSION)
 print("to stderr", file=sys.stderr)
@@ -76,6 +78,8 @@ def test_the_run_sees_the_callers_arguments_directory_environment_and_streams(pr
     out = lines(second.stdout)
     assert out["argv"] == "['0']" and out["cwd"] == str(workdir) and out["env"] == "from the caller"
     assert out["preloaded"] == "True", "the second command should run in a fork of the preloaded server"
+    # what the first from_pretrained of a process builds is built once, in the server
+    assert out["mapping"] == "True"
     assert second.stderr == "to stderr\n"
 
 
