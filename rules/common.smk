@@ -209,7 +209,9 @@ def finetune_resources():
     size = STUDY.job_resources("finetune")
 
     def plan(wildcards):
-        return finetune_plan(wildcards.model, wildcards.task, config_state(wildcards.model))
+        return finetune_plan(
+            wildcards.model, wildcards.task, config_state(wildcards.model)
+        )
 
     def share(wildcards):
         return gpu_share.gpu_share(plan(wildcards).runs_per_gpu)
