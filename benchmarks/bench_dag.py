@@ -38,6 +38,9 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "workflow"))
+from workflow_harness import planned_jobs  # noqa: E402  (the tests' reading of `snakemake -n`'s job table)
+
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
 
@@ -198,21 +201,6 @@ def measure(args: list[str], cwd: Path, timeout: int, tree: Path = ROOT, repeat:
     return {**best, "cpu_s_runs": [r["cpu_s"] for r in done]} if repeat > 1 else best
 
 
-def job_stats(output: str) -> Counter:
-    """Job counts per rule from the 'Job stats' table of `snakemake -n`."""
-    counts, lines = Counter(), output.splitlines()
-    for i, line in enumerate(lines):
-        if line.strip().startswith("job") and "count" in line:
-            for row in lines[i + 2 :]:
-                parts = row.split()
-                if len(parts) != 2 or not parts[1].isdigit():
-                    break
-                if parts[0] != "total":
-                    counts[parts[0]] = int(parts[1])
-            break
-    return counts
-
-
 JOB_RE = re.compile(r"^(?:local)?rule (\S+):$")
 
 
@@ -301,8 +289,8 @@ def dry_run(tree: Path, wd: Path, args, extra=()) -> dict:
     if "output" in result:
         assert result["returncode"] == 0, result["output"][-3000:]
         out = result.pop("output")
-        result["jobs"] = sum(job_stats(out).values())
-        result["rules"] = dict(sorted(job_stats(out).items()))
+        result["jobs"] = sum(planned_jobs(out).values())
+        result["rules"] = dict(sorted(planned_jobs(out).items()))
         if args.noop:
             result["job_list"] = parse_jobs(out)
     return result
@@ -365,7 +353,7 @@ def bench_scale(k: int, tmp: Path, args, trees: dict[str, Path]) -> dict:
     bdry = measure([*bare_args, "-n", *quiet], bare, args.timeout, repeat=args.repeat)
     assert bdry["returncode"] == 0, bdry["output"][-3000:]
     bout = bdry.pop("output")
-    row["bare_jobs"] = sum(job_stats(bout).values())
+    row["bare_jobs"] = sum(planned_jobs(bout).values())
     row["bare_dry_run"] = bdry
     if args.noop:
         complete(bare, parse_jobs(bout))
