@@ -9,13 +9,16 @@ BERT-base, scaled per layer and width); the bytes of the full and the chunked KL
 operator count of one micro-step on the meta device (Python and dispatcher, no compute); the CPU time
 of one step's mask draws at the paper's shapes, the whole global batch against the rank's own rows; and
 the memory estimate behind micro_batch_size: auto. Everything that turns these into GPU seconds is an
-assumption written into the JSON (ASSUMED); every time, MFU and GPU-hour figure is a PREDICTION.
+assumption written into the JSON (ASSUMED); every time, MFU and GPU-hour figure is a PREDICTION, except
+the column at measured rates: there a phase whose encoder shape and length ran on one H100 (MFU read from
+benchmarks/results/gpu/) takes that measured MFU, and each model says what share of its hours is measured.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import statistics
 import time
 from pathlib import Path
@@ -425,6 +428,39 @@ def measured_component(point: str, c: dict) -> str:
     }[point]
 
 
+GPU_RESULTS = ROOT / "benchmarks" / "results" / "gpu"
+
+
+def measured_mfu() -> dict:
+    """MFU measured on a GPU, by (encoder widths, seq_len): what benchmarks/gpu_check_pretrain.py wrote on one
+    H100 80GB HBM3 (torch 2.11, transformers 5.23) into benchmarks/results/gpu/, with the record it came from."""
+    variants = json.loads((GPU_RESULTS / "h100_pretrain_variants.json").read_text())["sections"]["variants"]
+    distill = json.loads((GPU_RESULTS / "h100_distill.json").read_text())["sections"]["distill"]
+    return {
+        (((12, 768, 1.0),), 128): (variants["papers"]["mfu"], "h100_pretrain_variants.json: papers (compiled)"),
+        (((12, 768, 1.0), (24, 1024, 1 / 3)), 512): (distill["compiled"]["mfu"], "h100_distill.json: compiled"),
+    }
+
+
+def at_measured_rates(run: Run, c: dict, measured: dict) -> dict:
+    """GPU-hours with each phase whose encoder shape and length were measured on a GPU at that MFU (one GPU:
+    no all-reduce), the others at the AFTER prediction; the share of GPU-hours that is measured."""
+    hours = {"measured": 0.0, "predicted": 0.0}
+    sources = []
+    for seq_len, steps in run.phases:
+        found = measured.get((tuple(run.widths), seq_len))
+        if found:
+            flops = steps * run.batch * seq_len * run.flops(seq_len)
+            hours["measured"] += flops / (found[0] * ASSUMED["peak_tflops"] * 1e12) / 3600
+            sources.append(found[1])
+        else:
+            hours["predicted"] += steps * step_seconds(run, seq_len, AFTER, c)[0] * run.gpus / 3600
+    total = hours["measured"] + hours["predicted"]
+    share = hours["measured"] / total
+    label = "measured" if share == 1 else "prediction" if share == 0 else f"measured {share:.0%}, rest prediction"
+    return {"gpu_hours": total, "measured_share": share, "label": label, "sources": sources}
+
+
 def totals(runs: list[Run], on: dict, c: dict) -> dict[str, dict]:
     return {r.name: gpu_hours(r, on, c) for r in runs}
 
@@ -473,17 +509,21 @@ def markdown(result: dict) -> str:
             )
     lines += [
         "",
-        "| model | GPUs | micro before -> after | GPU-hours before | after | MFU before -> after |",
-        "|---|---|---|---|---|---|",
+        "| model | GPUs | micro before -> after | GPU-hours before | after | MFU before -> after "
+        "| GPU-hours at measured H100 MFU where measured |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, r in result["models"].items():
         b, a = r["before"], r["after"]
         micro = f"{'/'.join(map(str, b['micro_batch'].values()))} -> {'/'.join(map(str, a['micro_batch'].values()))}"
         hours = f"{b['gpu_hours']:,.0f} | {a['gpu_hours']:,.0f}"
-        lines.append(f"| {name} | {r['gpus']} | {micro} | {hours} | {b['mfu']:.0%} -> {a['mfu']:.0%} |")
+        m = r["at_measured_rates"]
+        measured = f"{m['gpu_hours']:,.0f} ({m['label']})"
+        lines.append(f"| {name} | {r['gpus']} | {micro} | {hours} | {b['mfu']:.0%} -> {a['mfu']:.0%} | {measured} |")
     b = sum(r["before"]["gpu_hours"] for r in result["models"].values())
     a = sum(r["after"]["gpu_hours"] for r in result["models"].values())
-    lines.append(f"| all | | | {b:,.0f} | {a:,.0f} | |")
+    m = sum(r["at_measured_rates"]["gpu_hours"] for r in result["models"].values())
+    lines.append(f"| all | | | {b:,.0f} | {a:,.0f} | | {m:,.0f} |")
     return "\n".join(lines)
 
 
@@ -492,15 +532,22 @@ def main() -> None:
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "gpu_budget.json"))
     args = ap.parse_args()
     c = components()
-    runs = study_runs(c["full_kl_fp32_tensors"])
+    runs, measured = study_runs(c["full_kl_fp32_tensors"]), measured_mfu()
     result = {
-        "label": "PREDICTIONS from CPU-measured components and the ASSUMED rates; no GPU produced any figure",
+        "label": "PREDICTIONS from CPU-measured components and the ASSUMED rates, except at_measured_rates: "
+        "phases of a shape measured on one H100 at its measured MFU, labelled per model",
         "flops_formula": FLOPS_FORMULA,
         "assumed": ASSUMED,
         "components": c,
         "points": point_rows(runs, c),
         "models": {
-            r.name: {"gpus": r.gpus, "before": gpu_hours(r, BEFORE, c), "after": gpu_hours(r, AFTER, c)} for r in runs
+            r.name: {
+                "gpus": r.gpus,
+                "before": gpu_hours(r, BEFORE, c),
+                "after": gpu_hours(r, AFTER, c),
+                "at_measured_rates": at_measured_rates(r, c, measured),
+            }
+            for r in runs
         },
     }
     write_json(Path(args.out), result)

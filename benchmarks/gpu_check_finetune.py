@@ -1,7 +1,8 @@
 """Fine-tuning on one GPU, through the pipeline's own device set-up and step: precision, SDPA
 backends, CUDA graphs, BERT-large and 512-token inputs, and 1, 2, 4, 8 runs sharing the card.
 
-    python benchmarks/gpu_check_finetune.py [--steps 30] [--runs 1 2 4 8] [--budget-s 120] [--cpu-smoke]
+    python benchmarks/gpu_check_finetune.py [--steps 30] [--runs 1 2 4 8] [--budget-s 120] [--parts NAME ...]
+                                            [--cpu-smoke]
 
 Models are built from their configs (no hub, no network). Every case sets up the device with
 ``finetune/device.py``'s ``prepare`` (TF32 matmuls, the precision resolved as a run resolves it),
@@ -261,6 +262,7 @@ def main(argv=None) -> None:
         "--budget-s", type=float, default=None, help="start no part after this many seconds (default 120; smoke none)"
     )
     parser.add_argument("--cpu-smoke", action="store_true", help="tiny shapes, a few steps, on the CPU")
+    parser.add_argument("--parts", nargs="+", default=None, help="run these parts only (default all, in order)")
     parser.add_argument(
         "--out-dir", default=os.environ.get("OUT") or str(ROOT / "benchmarks/results/gpu"), help="where the JSON goes"
     )
@@ -297,9 +299,16 @@ def main(argv=None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     path = out / ("gpu_check_finetune_smoke.json" if args.cpu_smoke else "gpu_check_finetune.json")
     began = time.time()
-    for name, part in parts(args, args.device).items():
+    chosen = parts(args, args.device)
+    unknown = set(args.parts or ()) - set(chosen)
+    if unknown:
+        raise SystemExit(f"--parts: no part named {', '.join(sorted(unknown))}; the parts are {', '.join(chosen)}")
+    for name, part in chosen.items():
+        if args.parts and name not in args.parts:
+            continue
         if time.time() - began > args.budget_s:
             record["skipped"].append(name)
+            path.write_text(json.dumps(record, indent=2) + "\n")
             continue
         record[name] = part()
         if name == "variants":

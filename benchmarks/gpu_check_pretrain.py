@@ -15,7 +15,8 @@ Sections, each recorded on its own (one that fails is written down with its erro
                settings have no prefetch yet)
   variants     with --variants [NAME ...] (all when none is named): A/B of the compiled BERT-base step, each
                against "papers" (compile default, attention dropout 0.1, micro 256): attention dropout 0,
-               max-autotune, CUDA graphs (reduce-overhead), micro 64 with accumulation, with and without graphs
+               max-autotune, CUDA graphs (reduce-overhead), micro 64 with accumulation, with and without graphs;
+               each with its kernel time by group (as profile), saved as it ends
 
 Models are built from configs (no download) with random weights; batches are random token ids with a fixed
 number of masked positions. Writes gpu_check_pretrain.json into --out-dir ($OUT when set, else
@@ -84,6 +85,14 @@ GPU = Shapes(768, 12, 12, 30522, 128, 256, 512, 64, (1024, 24, 16), 50265, 512, 
 SMOKE = Shapes(64, 2, 4, 500, 32, 4, 8, 2, (96, 3, 4), 600, 32, 2, 4, 1, 1, 1, "eager")
 
 
+SAVE = [lambda part: None]  # main's: records a section's finished parts, so a time cap keeps them
+
+
+def save_part(out: dict) -> None:
+    """A slow section's parts so far, written to the JSON before the section ends."""
+    SAVE[0](out)
+
+
 def sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -103,10 +112,14 @@ def autocast(device: torch.device):
     return torch.autocast("cuda", torch.bfloat16) if device.type == "cuda" else contextlib.nullcontext()
 
 
-def masked_lm(kind, hidden, layers, heads, vocab, seq_len, device, dropout=0.1, attention_dropout=None):
+def masked_lm(
+    kind, hidden, layers, heads, vocab, seq_len, device, dropout=0.1, attention_dropout=None, intermediate=None
+):
     """A freshly initialised BERT or RoBERTa masked LM of the given shape, built on ``device`` from its config;
-    attention dropout as ``dropout`` unless given (the papers' 0.1 both)."""
-    shape = dict(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads, intermediate_size=4 * hidden)
+    attention dropout as ``dropout`` unless given (the papers' 0.1 both), the feed-forward width 4 x hidden
+    unless given."""
+    inter = intermediate or 4 * hidden
+    shape = dict(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads, intermediate_size=inter)
     attention = dropout if attention_dropout is None else attention_dropout
     shape.update(hidden_dropout_prob=dropout, attention_probs_dropout_prob=attention)
     if kind == "roberta":
@@ -230,35 +243,53 @@ def group_shares(kernels: list[tuple[str, float]], wall_us: float) -> dict[str, 
     return shares
 
 
-def section_profile(sh: Shapes, device: torch.device) -> dict:
-    """The compiled step's kernels, grouped (kernel_group), over ``sh.profiled`` steps after compilation."""
+ANNOTATION = re.compile(r"Optimizer\.|## |ProfilerStep")  # ranges torch itself annotates on the device
+
+
+def is_kernel(event) -> bool:
+    """A device kernel or copy: not an operator, and not a user annotation's range (the optimiser's
+    ``Optimizer.step#...`` spans its own kernels, which would count twice)."""
+    from torch.autograd import DeviceType
+
+    annotation = getattr(event, "is_user_annotation", False) or ANNOTATION.match(event.key)
+    return event.device_type == DeviceType.CUDA and event.self_device_time_total > 0 and not annotation
+
+
+def kernel_profile(step, args: tuple, steps: int, device: torch.device) -> dict:
+    """``steps`` steps of an already compiled and warm ``step`` under torch.profiler: kernel time by group
+    (device kernels only on CUDA, so operators and their kernels are not counted twice), launches per step."""
     from torch.profiler import ProfilerActivity, profile
 
+    cuda = device.type == "cuda"
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
+    sync(device)
+    begin = time.perf_counter()
+    with profile(activities=activities) as prof:
+        timed_steps(step, *args, steps, 0, device)
+    wall_us = (time.perf_counter() - begin) * 1e6
+    kernels = [
+        (e.key, e.self_device_time_total if cuda else e.self_cpu_time_total, e.count)
+        for e in prof.key_averages()
+        if (is_kernel(e) if cuda else "::" in e.key)
+    ]
+    top = sorted(kernels, key=lambda k: -k[1])[:12]
+    return {
+        "steps": steps,
+        "wall_s": wall_us / 1e6,
+        "kernel_ms_per_step": sum(us for _, us, _ in kernels) / steps / 1e3,
+        "shares": group_shares([(name, us) for name, us, _ in kernels], wall_us),
+        "kernel_launches_per_step": sum(n for _, _, n in kernels) / steps if cuda else None,
+        "top_kernels": [{"name": k[:160], "group": kernel_group(k), "share": us / wall_us} for k, us, _ in top],
+    }
+
+
+def section_profile(sh: Shapes, device: torch.device) -> dict:
+    """The compiled step's kernels, grouped (kernel_group), over ``sh.profiled`` steps after compilation."""
     model = masked_lm("bert", sh.hidden, sh.layers, sh.heads, sh.vocab, sh.seq_len, device)
     step = compiled(MLMObjective(model), sh)
     args = (list(model.parameters()), sh.micro, 1, (sh.seq_len, sh.vocab))
     timed_steps(step, *args, 1, 2, device)  # compilation and warm-up
-    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
-    sync(device)
-    begin = time.perf_counter()
-    with profile(activities=activities) as prof:
-        timed_steps(step, *args, sh.profiled, 0, device)
-    wall_us = (time.perf_counter() - begin) * 1e6
-    cuda = device.type == "cuda"
-    kernels = [
-        (e.key, e.self_device_time_total if cuda else e.self_cpu_time_total, e.count)
-        for e in prof.key_averages()
-        if (e.self_device_time_total > 0 if cuda else "::" in e.key)
-    ]
-    top = sorted(kernels, key=lambda k: -k[1])[:12]
-    return {
-        "compiled": True,
-        "steps": sh.profiled,
-        "wall_s": wall_us / 1e6,
-        "shares": group_shares([(name, us) for name, us, _ in kernels], wall_us),
-        "kernel_launches_per_step": sum(n for _, _, n in kernels) / sh.profiled if cuda else None,
-        "top_kernels": [{"name": k[:160], "group": kernel_group(k), "share": us / wall_us} for k, us, _ in top],
-    }
+    return {"compiled": True, **kernel_profile(step, args, sh.profiled, device)}
 
 
 def card_gb(device: torch.device) -> float:
@@ -305,6 +336,7 @@ def section_distill(sh: Shapes, device: torch.device) -> dict:
             **with_mfu(run, flops, device),
         }
         reset_peak(device)
+        save_part(out)
     return out
 
 
@@ -357,23 +389,38 @@ CHOSEN: list[str] = []  # the variants --variants names
 SMOKE_VARIANTS = ["papers", "micro_64_cuda_graphs"]  # --cpu-smoke's: the mode and the accumulation paths
 
 
+def variant(name: str, sh: Shapes, device: torch.device) -> dict:
+    """One variant's compiled step: tokens/s and MFU, then where its kernel time goes (kernel_profile)."""
+    mode, attention_dropout, micro_kind = VARIANTS[name]
+    model = masked_lm("bert", sh.hidden, sh.layers, sh.heads, sh.vocab, sh.seq_len, device, 0.1, attention_dropout)
+    flops = train_flops_per_token(model, sh.seq_len, MASK)
+    micro = sh.micro if micro_kind == "full" else sh.paper_micro
+    begin = time.perf_counter()
+    step = compiled(MLMObjective(model), sh, mode)
+    args = (list(model.parameters()), micro, sh.micro // micro, (sh.seq_len, sh.vocab))
+    run = with_mfu(timed_steps(step, *args, sh.steps, sh.warmup, device), flops, device)
+    out = {"mode": mode or "default", "attention_dropout": attention_dropout, "micro": micro, **run}
+    out["first_steps_and_compile_s"] = time.perf_counter() - begin
+    profiled = kernel_profile(step, args, max(sh.profiled // 2, 1), device)
+    out["shares"], out["top_kernels"] = profiled["shares"], profiled["top_kernels"][:6]
+    # kernel time against the unprofiled step: well under 1 means the card waits for the host
+    out["gpu_busy"] = profiled["kernel_ms_per_step"] / (1e3 * run["step_s"]) if device.type == "cuda" else None
+    return out
+
+
 def section_variants(sh: Shapes, device: torch.device) -> dict:
-    """The compiled BERT-base step under each chosen variant; tokens/s against "papers"."""
+    """The compiled BERT-base step under each chosen variant; tokens/s against "papers". A variant that fails
+    is recorded with its error and the others still run; the section is saved after each."""
     out = {}
     for name in ["papers"] + [v for v in CHOSEN if v != "papers"]:
-        mode, attention_dropout, micro_kind = VARIANTS[name]
-        model = masked_lm("bert", sh.hidden, sh.layers, sh.heads, sh.vocab, sh.seq_len, device, 0.1, attention_dropout)
-        flops = train_flops_per_token(model, sh.seq_len, MASK)
-        micro = sh.micro if micro_kind == "full" else sh.paper_micro
-        begin = time.perf_counter()
-        step = compiled(MLMObjective(model), sh, mode)
-        args = ((sh.seq_len, sh.vocab), sh.steps, sh.warmup, device)
-        run = with_mfu(timed_steps(step, model.parameters(), micro, sh.micro // micro, *args), flops, device)
-        out[name] = {"mode": mode or "default", "attention_dropout": attention_dropout, "micro": micro, **run}
-        out[name]["first_steps_and_compile_s"] = time.perf_counter() - begin
-        out[name]["speedup"] = run["tokens_per_s"] / out["papers"]["tokens_per_s"]
-        del model, step
+        try:
+            out[name] = variant(name, sh, device)
+            if "tokens_per_s" in out["papers"]:
+                out[name]["speedup"] = out[name]["tokens_per_s"] / out["papers"]["tokens_per_s"]
+        except Exception:
+            out[name] = {"error": traceback.format_exc(limit=4)[-2000:]}
         reset_peak(device)
+        save_part(out)
     return out
 
 
@@ -415,7 +462,11 @@ def summary(result: dict) -> list[str]:
         shares = sec["profile"]["shares"]
         lines.append("compiled step: " + ", ".join(f"{k} {_pct(v)}" for k, v in shares.items() if v >= 0.005))
     for name, v in sec.get("variants", {}).items():
-        lines.append(f"variant {name}: MFU {_pct(v['mfu'])}, {v['speedup']:.2f}x papers, micro {v['micro']}")
+        if "error" in v:
+            lines.append(f"variant {name}: ERROR (see the JSON)")
+            continue
+        lines.append(f"variant {name}: MFU {_pct(v['mfu'])}, {v.get('speedup', 1):.2f}x papers, micro {v['micro']}")
+        lines[-1] += f", GPU busy {_pct(v['gpu_busy'])} of the step" if v.get("gpu_busy") else ""
     lines += [f"ERROR in {name} (see the JSON)" for name in result["errors"]]
     return lines
 
@@ -463,6 +514,7 @@ def main(argv=None) -> None:
     began = time.perf_counter()
     for name in names:
         start = time.perf_counter()
+        SAVE[0] = lambda part, name=name: (result["sections"].__setitem__(name, dict(part)), write_json(result, out))
         try:
             result["sections"][name] = SECTIONS[name](sh, device)
         except Exception:  # one broken section must not hide the others' figures

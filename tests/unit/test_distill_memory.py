@@ -175,3 +175,19 @@ def test_distillation_objective_compiles_as_one_graph(weights, kl_rows):
     torch.testing.assert_close(loss, eager_loss)
     for p, g in zip(objective.parameters(), eager_grads, strict=True):
         torch.testing.assert_close(p.grad, g)
+
+
+def test_auto_micro_batch_keeps_the_output_kl_whole_where_one_sequence_fits():
+    """micro_batch_size auto fills the memory with the whole-KL step (faster than chunks at a larger micro-batch,
+    measured on an H100); only where no micro-batch fits whole does it size the chunked step."""
+    teacher, student = _bert(2, 32, 4, "sdpa", 0), _bert(1, 32, 4, "sdpa", 1)
+    s = DistillSettings(batch_size=64, micro_batch_size="auto", phases=[Phase(seq_len=128)])
+    cuda = torch.device("cuda")  # a device description only: the estimate needs no GPU
+    whole = distill_memory.distill_estimate(student, teacher, s, cuda, full_kl=True)
+    chunked = distill_memory.distill_estimate(student, teacher, s, cuda)
+    gb = 1.01 * whole(16, 128) / memory.GB / memory.USABLE_FRACTION  # the whole step fits at 16, not at 32
+    resolved = memory.resolve_micro_batch(s, 1, distill_memory.auto_estimate(student, teacher, s, cuda, gb), gb)
+    assert resolved.micro_batch_size == 16
+    assert distill_memory.kl_rows(student, teacher, resolved, cuda, 1, gb) is None
+    tiny = 0.99 * whole(1, 128) / memory.GB / memory.USABLE_FRACTION  # not even one sequence fits whole
+    assert distill_memory.auto_estimate(student, teacher, s, cuda, tiny)(1, 128) == chunked(1, 128)

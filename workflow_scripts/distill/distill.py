@@ -29,7 +29,7 @@ from ..pretrain.engine import add_data_arguments, data_inputs, execute, open_dat
 from ..pretrain.loop import Job
 from ..pretrain.model import MLMObjective, build_model, check_vocab, flops_record, load_pretrained, mlm_flops_fn
 from ..typed import load_settings, to_dict
-from .memory import distill_estimate, kl_rows
+from .memory import auto_estimate, kl_rows
 from .objective import DistillObjective
 from .settings import DistillModelSettings, DistillSettings
 from .student import check_embedding_rows, freeze, from_teacher_layers, layer_map, same_vocabulary, teacher_layers
@@ -126,7 +126,11 @@ def _job(args, s: DistillSettings, student, teacher, tokenizer, objective, init_
     terms = s.loss.teacher_terms()
     data = open_data(args, s, tokenizer, out, d)
     key = training_key(s, data.keys, student, {"teacher": args.teacher, "init": args.init, "student": init_info})
-    estimate = distill_estimate(student, teacher, s, d.device) if terms else memory.mlm_estimate(student, s, d.device)
+    estimate = (
+        auto_estimate(student, teacher, s, d.device, args.gpu_mem_gb)
+        if terms
+        else memory.mlm_estimate(student, s, d.device)
+    )
     s = memory.resolve_micro_batch(s, d.world, estimate, args.gpu_mem_gb)
     if terms:
         objective.kl_rows = kl_rows(student, teacher, s, d.device, d.world, args.gpu_mem_gb)
