@@ -23,3 +23,11 @@ if "avx2" in describe()["cpu"]["isa"]:
     assert "torch" not in sys.modules, "torch was imported before the numerics pins were set"
     for name, value in CPU_PINS["avx2"].items():
         os.environ.setdefault(name, value)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Fast tests first, so that ``pytest -x`` stops on a unit failure within minutes: modules holding a test
+    marked slow run after all others, each module's tests kept together and in order (a module's fixtures are
+    built once)."""
+    slow = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.nodeid.split("::")[0] in slow)

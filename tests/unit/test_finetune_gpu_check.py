@@ -9,9 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_cpu_smoke_writes_every_figure_the_gpu_run_records(tmp_path):
     env = {**os.environ, "OUT": str(tmp_path), "OMP_NUM_THREADS": "1"}
     script = ROOT / "benchmarks" / "gpu_check_finetune.py"

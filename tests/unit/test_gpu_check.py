@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ABSENT_ON_THE_GPU_MACHINE = ("snakemake", "pubmed_parser", "seqeval", "datasets", "jsonschema")
 
 
+@pytest.mark.slow
 def test_cpu_smoke_runs_every_section_without_the_pipelines_extra_packages(tmp_path):
     blocker = tmp_path / "site" / "sitecustomize.py"
     blocker.parent.mkdir()
@@ -148,3 +150,46 @@ def test_each_section_writes_the_json_when_it_ends(tmp_path, monkeypatch):
     assert "out of memory" in seen[0]["errors"]["broken"]
     final = json.loads(out.read_text())
     assert set(final["sections"]) == {"first", "third"} and set(final["seconds"]) == {"first", "broken", "third"}
+
+
+def test_a_failing_variant_is_recorded_and_the_finished_ones_are_on_disk_before_the_next(tmp_path, monkeypatch):
+    """The variants run one after another for minutes each: a cap or a failure keeps the finished ones."""
+    check = _check_module()
+    out = tmp_path / "gpu_check_pretrain.json"
+    seen = []
+
+    def variant(name, sh, device):
+        if name == "cuda_graphs":
+            raise RuntimeError("accessing tensor output of CUDAGraphs that has been overwritten")
+        if name == "micro_64":
+            seen.append(json.loads(out.read_text())["sections"]["variants"])  # what a kill here would leave
+        return {"tokens_per_s": {"papers": 2.0, "micro_64": 1.0}[name], "mfu": None, "micro": 1, "shares": {}}
+
+    monkeypatch.setattr(check, "variant", variant)
+    with pytest.raises(SystemExit) as exit_code:
+        check.main(
+            ["--cpu-smoke", "--only", "variants", "--variants", "cuda_graphs", "micro_64", "--out-dir", str(tmp_path)]
+        )
+    assert exit_code.value.code == 0
+    assert set(seen[0]) == {"papers", "cuda_graphs"} and "overwritten" in seen[0]["cuda_graphs"]["error"]
+    final = json.loads(out.read_text())["sections"]["variants"]
+    assert final["micro_64"]["speedup"] == 0.5 and "error" in final["cuda_graphs"]
+
+
+def test_device_annotations_are_not_counted_as_kernels():
+    """The optimiser's record_function range spans its own kernels on the device: counting it too would
+    double the optimiser's share."""
+    from torch.autograd import DeviceType
+
+    check = _check_module()
+
+    def event(key, annotation=False, device=DeviceType.CUDA, us=5.0):
+        return types.SimpleNamespace(
+            key=key, is_user_annotation=annotation, device_type=device, self_device_time_total=us
+        )
+
+    assert check.is_kernel(event("multi_tensor_apply_kernel<...>"))
+    assert not check.is_kernel(event("Optimizer.step#AdamW.step"))
+    assert not check.is_kernel(event("my_range", annotation=True))
+    assert not check.is_kernel(event("aten::mm", device=DeviceType.CPU))
+    assert not check.is_kernel(event("idle_kernel", us=0.0))
