@@ -77,6 +77,18 @@ def test_a_log_gets_a_line_per_change_of_stage_at_most_every_gap_and_the_last_st
     assert quiet.getvalue().splitlines() == ["[1/6] settings"]
 
 
+def test_a_long_single_stage_still_prints_a_line_every_interval_outside_a_terminal(monkeypatch):
+    """A pretraining job of many minutes changes no stage: a log still shows that time passes."""
+    now = [1000.0]
+    monkeypatch.setattr("workflow_scripts.console.time.monotonic", lambda: now[0])
+    out = io.StringIO()
+    display = Display(out, interval=30.0, gap=5.0)
+    for elapsed in range(0, 95, 1):  # the follower redraws about once a second
+        now[0] = 1000.0 + elapsed
+        display.show(f"[4/9] pretrain | {elapsed} s", "pretrain")
+    assert out.getvalue().splitlines() == [f"[4/9] pretrain | {s} s" for s in (0, 30, 60, 90)]
+
+
 def test_failure_lines_are_shown_and_job_records_are_not():
     progress = Progress({})
     shown = [
