@@ -15,7 +15,8 @@ Sections, each recorded on its own (one that fails is written down with its erro
                settings have no prefetch yet)
   variants     with --variants [NAME ...] (all when none is named): A/B of the compiled BERT-base step, each
                against "papers" (compile default, attention dropout 0.1, micro 256): attention dropout 0,
-               max-autotune, CUDA graphs (reduce-overhead), micro 64 with accumulation, with and without graphs;
+               flash and memory-efficient attention only, max-autotune, CUDA graphs (reduce-overhead),
+               micro 64 with accumulation, with and without graphs;
                each with its kernel time by group (as profile), saved as it ends
 
 Models are built from configs (no download) with random weights; batches are random token ids with a fixed
@@ -376,32 +377,52 @@ def section_data_path(sh: Shapes, device: torch.device) -> dict:
 
 
 # name -> (inductor mode, attention dropout, micro-batch: "full" = Shapes.micro or "paper" = Shapes.paper_micro
-# with accumulation to the same tokens per optimiser step); "papers" is the reference of the others
+# with accumulation to the same tokens per optimiser step, SDPA backends: None = torch's choice); "papers" is the
+# reference of the others. On one H100 (torch 2.11) the compiled step ran no fused attention kernel, with
+# attention dropout 0.1 or 0: fused_attention allows flash and memory-efficient attention only, so the
+# compiled step either runs them or fails saying why each was refused.
 VARIANTS = {
-    "papers": (None, 0.1, "full"),
-    "attention_dropout_0": (None, 0.0, "full"),
-    "max_autotune": ("max-autotune-no-cudagraphs", 0.1, "full"),
-    "cuda_graphs": ("reduce-overhead", 0.1, "full"),
-    "micro_64": (None, 0.1, "paper"),
-    "micro_64_cuda_graphs": ("reduce-overhead", 0.1, "paper"),
+    "papers": (None, 0.1, "full", None),
+    "attention_dropout_0": (None, 0.0, "full", None),
+    "fused_attention": (None, 0.1, "full", ("FLASH_ATTENTION", "EFFICIENT_ATTENTION")),
+    "max_autotune": ("max-autotune-no-cudagraphs", 0.1, "full", None),
+    "cuda_graphs": ("reduce-overhead", 0.1, "full", None),
+    "micro_64": (None, 0.1, "paper", None),
+    "micro_64_cuda_graphs": ("reduce-overhead", 0.1, "paper", None),
 }
 CHOSEN: list[str] = []  # the variants --variants names
-SMOKE_VARIANTS = ["papers", "micro_64_cuda_graphs"]  # --cpu-smoke's: the mode and the accumulation paths
+SMOKE_VARIANTS = [
+    "papers",
+    "fused_attention",
+    "micro_64_cuda_graphs",
+]  # --cpu-smoke's: the mode and the accumulation paths
+
+
+def attention_backends(names: tuple[str, ...] | None, device: torch.device):
+    """SDPA restricted to ``names`` (torch.nn.attention.SDPBackend members) on a GPU; torch's own choice
+    otherwise (the CPU smoke has no flash or memory-efficient kernel to restrict to)."""
+    if not names or device.type != "cuda":
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    return sdpa_kernel([getattr(SDPBackend, n) for n in names])
 
 
 def variant(name: str, sh: Shapes, device: torch.device) -> dict:
     """One variant's compiled step: tokens/s and MFU, then where its kernel time goes (kernel_profile)."""
-    mode, attention_dropout, micro_kind = VARIANTS[name]
+    mode, attention_dropout, micro_kind, backends = VARIANTS[name]
     model = masked_lm("bert", sh.hidden, sh.layers, sh.heads, sh.vocab, sh.seq_len, device, 0.1, attention_dropout)
     flops = train_flops_per_token(model, sh.seq_len, MASK)
     micro = sh.micro if micro_kind == "full" else sh.paper_micro
     begin = time.perf_counter()
     step = compiled(MLMObjective(model), sh, mode)
     args = (list(model.parameters()), micro, sh.micro // micro, (sh.seq_len, sh.vocab))
-    run = with_mfu(timed_steps(step, *args, sh.steps, sh.warmup, device), flops, device)
-    out = {"mode": mode or "default", "attention_dropout": attention_dropout, "micro": micro, **run}
-    out["first_steps_and_compile_s"] = time.perf_counter() - begin
-    profiled = kernel_profile(step, args, max(sh.profiled // 2, 1), device)
+    with attention_backends(backends, device):
+        run = with_mfu(timed_steps(step, *args, sh.steps, sh.warmup, device), flops, device)
+        out = {"mode": mode or "default", "attention_dropout": attention_dropout, "micro": micro, **run}
+        out["sdpa_backends"] = list(backends) if backends else "torch's choice"
+        out["first_steps_and_compile_s"] = time.perf_counter() - begin
+        profiled = kernel_profile(step, args, max(sh.profiled // 2, 1), device)
     out["shares"], out["top_kernels"] = profiled["shares"], profiled["top_kernels"][:6]
     # kernel time against the unprofiled step: well under 1 means the card waits for the host
     out["gpu_busy"] = profiled["kernel_ms_per_step"] / (1e3 * run["step_s"]) if device.type == "cuda" else None
