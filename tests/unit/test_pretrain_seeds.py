@@ -178,7 +178,7 @@ def test_cells_pool_pretraining_and_fine_tuning_seeds_and_say_so(tmp_path):
     comparisons = read_csv(tmp_path / "results/tables/comparisons.csv")
     task = next(r for r in comparisons if r["task"] == "bc5chem" and r["benchmark"] == "lewis")
     # scratch's one row is paired with each of pm's pretraining seeds, run by run
-    assert (task["test"], task["n_pairs"], task["pretrain_seeds"]) == ("multi-bootstrap", "6", "2")
+    assert (task["test"], task["n_pairs"], task["pretrain_seeds"]) == ("multi-bootstrap and paired t-test", "6", "2")
     assert float(task["mean_paired_difference"]) == pytest.approx(
         100 * sum(_score("pm", p, s, 0.04) - _score("scratch", None, s, 0) for p in (1, 2) for s in (1, 2, 3)) / 6,
         abs=1e-4,
@@ -191,7 +191,7 @@ def test_a_finding_says_whether_its_effect_survives_pretraining_seed_variation(t
     build(tmp_path, path)
     intro, items = findings.findings(load(path), tmp_path / "results/tables", None)
     sentence = next(f.sentence for f in items if f.sentence.startswith("ours-PM vs scratch, All mean"))
-    assert "multi-bootstrap, n = 6: 2 pretraining x 3 fine-tuning seeds" in sentence
+    assert "multi-bootstrap and paired t-test, n = 6: 2 pretraining x 3 fine-tuning seeds" in sentence
     if survives:
         assert "better beyond seed noise; the effect survives pretraining-seed variation" in sentence
     else:

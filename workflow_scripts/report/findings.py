@@ -74,7 +74,7 @@ def _needs(r) -> str:
 def _n(r) -> str:
     """A test's n, and for the multi-bootstrap the seeds it resamples."""
     n = int(r.n_pairs)
-    if r.test != MULTI_BOOTSTRAP:
+    if MULTI_BOOTSTRAP not in r.test:
         return f"n = {n}"
     rows = int(r.pretrain_seeds)
     return f"n = {n}: {rows} pretraining x {n // rows} fine-tuning seeds"
@@ -82,7 +82,7 @@ def _n(r) -> str:
 
 def survival(r) -> str:
     """Whether a claim's effect was tested against, and survives, pretraining-seed variation."""
-    if r.test == MULTI_BOOTSTRAP:
+    if MULTI_BOOTSTRAP in r.test:
         if r.verdict == BEYOND:
             return "; the effect survives pretraining-seed variation (multi-bootstrap)"
         return "; it is not shown to survive pretraining-seed variation (multi-bootstrap)"
@@ -260,8 +260,10 @@ def pretraining_seeds(settings: ReportSettings) -> str:
         "x fine-tuning run, and their claims are tested with the multi-bootstrap of Sellam et al. (ICLR 2022, "
         f"'The MultiBERTs'): {SAMPLES:,} replicates, each drawing pretraining seeds with replacement and, "
         "within each, fine-tuning seeds, the same draws for both models (a model pretrained once pairs its runs "
-        "with each of the other's seeds); p is twice the share of replicates on the smaller side of zero, "
-        "counted as (k + 1) / (B + 1), the interval their percentiles. Such a claim beyond noise survives "
+        "with each of the other's seeds); its p is twice the share of replicates on the smaller side of zero, "
+        "counted as (k + 1) / (B + 1), the interval their percentiles. A bootstrap over a few seeds covers too "
+        "little, so such a claim must also pass the test above on the runs' means over pretraining seeds: its p "
+        "is the larger of the two (an intersection-union test). Such a claim beyond noise survives "
         "pretraining-seed variation; the other intervals cover fine-tuning seeds only."
     )
 

@@ -22,7 +22,7 @@ from typing import Literal
 
 import numpy as np
 
-from .multibootstrap import paired_multibootstrap
+from .multibootstrap import MULTI_BOOTSTRAP, paired_multibootstrap
 from .seed_grid import is_grid
 from .stats import Paired, paired_comparison
 
@@ -55,10 +55,17 @@ def strictest_level(alpha: float, m: int, method: Correction) -> float:
 
 
 def _test(pair: tuple, level: float, confidence: float, seed: int) -> Paired:
-    """Grids [pretraining seed][run] get the multi-bootstrap, flat pairs the exact or t test."""
-    if is_grid(pair):
-        return paired_multibootstrap(pair[0], pair[1], confidence, seed)
-    return paired_comparison(pair[0], pair[1], level, confidence)
+    """Flat pairs get the exact or t test. Grids [pretraining seed][run] must pass both the
+    multi-bootstrap and that test on the runs' means over pretraining seeds (an intersection-union
+    test: p is the larger of the two): a bootstrap over a handful of seeds is anti-conservative
+    (with every difference of one sign its p is the smallest it can give, whatever the spread),
+    so the multi-bootstrap alone never decides."""
+    if not is_grid(pair):
+        return paired_comparison(pair[0], pair[1], level, confidence)
+    grid = paired_multibootstrap(pair[0], pair[1], confidence, seed)
+    runs = paired_comparison(np.mean(pair[0], axis=0), np.mean(pair[1], axis=0), level, confidence)
+    grid.test, grid.p = f"{MULTI_BOOTSTRAP} and {runs.test}", max(grid.p, runs.p)
+    return grid
 
 
 def run_family(
