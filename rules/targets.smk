@@ -2,6 +2,7 @@
 # non-identifier characters become `_`):
 #   snakemake task_ncbi_disease   every model x fold x seed run of one task + its own tables
 #   snakemake model_pubmedbert    one model (built here, if it is) + its runs on every task
+#   (a model with pretrain_seeds: every seed's, and model_<name>_pseed_<seed> one seed's)
 # They only name files: no jobs of their own, so they never reach the cluster. A rerun of
 # runs whose model and task data exist plans only the runs with
 # `--allowed-rules finetune finetune_settings` (README: "Re-running part of the study").
@@ -74,4 +75,19 @@ for _model in MODELS:
         input:
             plan.model_marker(STUDY, _model),
             plan.run_metrics(STUDY, model=_model),
+        localrule: True
+
+
+for _model, _seeds in STUDY.seeded.items():
+
+    rule:
+        name:
+            plan.target_rule("model", _model)
+        input:
+            [
+                path
+                for _seed in _seeds
+                for path in plan.model_marker(STUDY, _seed)
+                + plan.run_metrics(STUDY, model=_seed)
+            ],
         localrule: True

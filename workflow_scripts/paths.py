@@ -22,6 +22,9 @@ CONTROL = MODEL.format(kind="control", model="{model}")  # a model's architectur
 PACKED = f"{RESULTS}/packed/{{tokenizer}}/{{corpus}}/{{packing}}seq~{{seq_len}}/heldout~{{heldout}}"
 TASK = f"{RESULTS}/tasks/{{task}}"
 RUN = f"{RESULTS}/finetune/{{model}}/{{task}}/fold~{{fold}}/seed~{{seed}}"
+# One pretraining seed of a model that lists several (pretrain_seeds): its own model name, so its
+# pretraining, distillation and fine-tuning have paths and jobs of their own.
+PRETRAIN_SEED = "{model}/pseed~{seed}"
 TABLES = f"{RESULTS}/tables"
 
 # The resolved settings each step reads, written by the settings rules.

@@ -8,8 +8,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from workflow_harness import copy_demo, planned_after, run_demo
+from workflow_harness import ROOT, copy_demo, planned_after, run_demo
 
+from workflow_scripts.config.plan import evaluated_models, model_dir
+from workflow_scripts.config.study import Study
+from workflow_scripts.config.validate import load_config
 from workflow_scripts.report.findings import Finding, unsupported
 
 pytestmark = pytest.mark.slow
@@ -28,6 +31,11 @@ def demo_run(tmp_path_factory):
 
 def _study(workdir: Path) -> dict:
     return yaml.safe_load((workdir / "config.yaml").read_text())
+
+
+def _loaded(cfg: dict) -> Study:
+    """The study as the workflow plans it: a model with pretrain_seeds is one model per seed."""
+    return load_config(cfg, ROOT / "schemas/config.schema.yaml")
 
 
 def _task_seeds(cfg: dict) -> dict[str, int]:
@@ -51,13 +59,13 @@ def test_tables_cover_every_model_and_task(demo_run):
 
 
 def test_every_run_has_dev_and_test_scores(demo_run):
-    runs = sorted((demo_run / "results" / "finetune").glob("*/*/fold~*/seed~*/metrics.json"))
+    runs = sorted((demo_run / "results" / "finetune").rglob("fold~*/seed~*/metrics.json"))
     cfg = _study(demo_run)
-    evaluated = [m for m, e in cfg["models"].items() if e.get("evaluate", True)]
-    assert len(runs) == len(evaluated) * sum(_task_seeds(cfg).values())
+    study = _loaded(cfg)
+    assert len(runs) == len(evaluated_models(study)) * sum(_task_seeds(cfg).values())
     for path in runs:
         metrics = json.loads(path.read_text())
-        trained = cfg["models"][metrics["model"]]["kind"] != "baseline"
+        trained = study.models[metrics["model"]].kind != "baseline"
         assert {"dev", "test"} <= set(metrics) if trained else "baseline" in metrics
         assert isinstance(metrics["test"]["score"], float)
         assert (path.parent / "provenance.json").is_file()
@@ -69,6 +77,7 @@ def test_each_benchmark_table_reads_its_own_metric_and_statistic(demo_run):
     tables = demo_run / "results" / "tables"
     medians, blurb = pd.read_csv(tables / "medians.csv"), pd.read_csv(tables / "blurb.csv")
     cfg = _study(demo_run)
+    seeded = _loaded(cfg).seeded
     differ = []
     for model in (m for m, e in cfg["models"].items() if e.get("evaluate", True)):
         lewis = medians[(medians.model == model) & (medians.task == "demo-hoc")].iloc[0]
@@ -79,9 +88,11 @@ def test_each_benchmark_table_reads_its_own_metric_and_statistic(demo_run):
             "label_micro_f1",
             "mean",
         )
+        # a model with several pretraining seeds: every seed's runs, pooled
         runs = [
             json.loads(p.read_text())["test"]
-            for p in (demo_run / "results" / "finetune" / model / "demo-hoc").glob("fold~0/seed~*/metrics.json")
+            for name in seeded.get(model, [model])
+            for p in (demo_run / "results" / "finetune" / name / "demo-hoc").glob("fold~0/seed~*/metrics.json")
         ]
         assert lewis.value == pytest.approx(100 * float(pd.Series([r["example_f1"] for r in runs]).median()), abs=1e-3)
         assert ours.value == pytest.approx(100 * float(pd.Series([r["label_micro_f1"] for r in runs]).mean()), abs=1e-3)
@@ -95,10 +106,11 @@ def test_checkpoints_reload_and_everything_has_provenance(demo_run):
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
     cfg = _study(demo_run)
-    for model, entry in cfg["models"].items():
-        if entry["kind"] == "baseline":
+    study = _loaded(cfg)
+    for model, entry in study.models.items():
+        if entry.kind == "baseline":
             continue
-        path = demo_run / "results" / entry["kind"] / model
+        path = demo_run / model_dir(study, model)
         AutoModelForMaskedLM.from_pretrained(path)
         AutoTokenizer.from_pretrained(path)
         prov = json.loads((path / "provenance.json").read_text())
@@ -124,11 +136,11 @@ def test_pretrained_checkpoints_fill_in_held_out_masked_tokens(demo_run):
 
     from workflow_scripts.pretrain.data import PackedCorpus
 
-    cfg = _study(demo_run)
-    pretrained = [m for m, e in cfg["models"].items() if e["kind"] == "pretrain"]
+    study = _loaded(_study(demo_run))
+    pretrained = [m for m, e in study.models.items() if e.kind == "pretrain"]
     assert pretrained
     for model in pretrained:
-        path = demo_run / "results" / "pretrain" / model
+        path = demo_run / model_dir(study, model)
         mlm = AutoModelForMaskedLM.from_pretrained(path).eval()
         tok = AutoTokenizer.from_pretrained(path)
         packed: dict[str, list] = {}  # the packed shards it trained on, by sequence length
@@ -171,8 +183,7 @@ def test_changing_one_tasks_seeds_reruns_only_that_task(demo_run):
         cfg["tasks"][sorted(cfg["tasks"])[0]]["seeds"] = [1, 2, 7]
 
     cfg, jobs = _planned_after(demo_run, change)
-    evaluated = [m for m, e in cfg["models"].items() if e.get("evaluate", True)]
-    assert jobs.pop("finetune") + jobs.pop("baseline") == len(evaluated)
+    assert jobs.pop("finetune") + jobs.pop("baseline") == len(evaluated_models(_loaded(cfg)))
     assert set(jobs) <= AGGREGATES, jobs
 
 
@@ -182,7 +193,7 @@ def test_adding_a_model_and_a_task_to_the_finished_study_runs_only_their_jobs(de
         cfg["tasks"]["demo-ner-2"] = {**cfg["tasks"]["demo-ner"], "display": "Demo NER 2"}
 
     cfg, jobs = _planned_after(demo_run, change)
-    models = len([m for m, e in cfg["models"].items() if e.get("evaluate", True)])
+    models = len(evaluated_models(_loaded(cfg)))  # each pretraining seed's model fine-tuned on its own
     tasks, seeds = len(cfg["tasks"]), _task_seeds(cfg)
     new_pairs = models * tasks - (models - 1) * (tasks - 1)
     new_jobs = {
@@ -267,6 +278,11 @@ def test_every_pretrained_model_beats_the_no_pretraining_control_beyond_noise(de
     assert set(models) <= set(_kinds(cfg, "pretrain", "distill")) - _train_longer_controls(demo_run)
     assert len(models) == 3
     for model in models:
+        if len(cfg["models"][model].get("pretrain_seeds") or []) > 1:
+            # over two pretraining seeds the claim must also survive their variation: it need not
+            row = _compared(demo_run, "All")[(model, control)]
+            assert row["mean_paired_difference"] > 0 and row["value_a"] > row["value_b"], row
+            continue
         _beyond_noise(demo_run, model, control)
 
 
@@ -309,6 +325,23 @@ def test_findings_state_every_comparison_with_its_test_and_verdict(demo_run):
     assert "Held-out MLM loss" in text and "no-training baseline" in text and "Holm–Bonferroni correction" in text
     sentences = [Finding("", line[2:], None) for line in lines if line.startswith("- ")]
     assert unsupported(sentences, cfg.get("report", {}).get("alpha", 0.05)) == []
+
+
+def test_the_model_pretrained_with_two_seeds_is_pooled_and_tested_over_both_seed_kinds(demo_run):
+    """demo-roberta-m3 (pretrain_seeds: [42, 43]): two checkpoints, cells pooled over 2 x 5 runs, its
+    pairs tested with the multi-bootstrap, and its findings saying whether each effect survives."""
+    cfg = _study(demo_run)
+    (seeded,) = [m for m, e in cfg["models"].items() if len(e.get("pretrain_seeds") or []) > 1]
+    medians = pd.read_csv(demo_run / "results/tables/medians.csv")
+    ner = medians[(medians.model == seeded) & (medians.task == "demo-ner")].iloc[0]
+    assert ner.n == 10 and "over 2 pretraining seeds x 5 fine-tuning runs each" in ner.note
+    rows = [r for (a, b), r in _compared(demo_run, "All").items() if seeded in (a, b)]
+    assert rows and all(r["test"].startswith("multi-bootstrap and ") and r["pretrain_seeds"] == 2 for r in rows)
+    display = cfg["models"][seeded]["display"]
+    text = (demo_run / "results/tables/findings.md").read_text()
+    mine = [line for line in text.splitlines() if f"{display} vs" in line or f"vs {display}," in line]
+    assert mine and all("pretraining-seed variation (multi-bootstrap)" in line for line in mine)
+    assert "Sellam et al. (ICLR 2022" in text
 
 
 def test_medians_are_the_committed_table_byte_for_byte(demo_run):

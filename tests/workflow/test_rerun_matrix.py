@@ -169,6 +169,11 @@ MATRIX: list[tuple[str, Callable[[dict], None], dict[str, int]]] = [
         },
     ),
     ("adding a model", _add_model, {"model_settings": 1, "pretrain": 1, "heldout_table": 1, **_runs(2), **REPORT}),
+    (
+        "giving a model pretraining seeds: one model per seed, each with its runs",
+        _set("models.tiny-decay.pretrain_seeds", [42, 7]),
+        {"model_settings": 2, "pretrain": 2, "heldout_table": 1, **_runs(4), **REPORT},
+    ),
     ("adding a no-pretraining control", _add_control, {"model_settings": 1, "control": 1, **_runs(2), **REPORT}),
     ("adding the no-training baseline", _add_baseline, {"baseline_settings": 2, "baseline": 2, **REPORT}),
     (

@@ -75,21 +75,38 @@ def baseline_settings(study: Study, model: str, task: str) -> dict[str, Any]:
     return to_dict(BaselineSettings(model=model_part, task=task_part))
 
 
+def _pretrain_logs(study: Study) -> dict[str, str]:
+    """Each trained model's train_log.jsonl for the plots; a seeded model's first seed's."""
+    logs: dict[str, str] = {}
+    for name, m in study.models.items():
+        if m.kind in ("pretrain", "distill"):
+            logs.setdefault(study.seed_of.get(name, (name, None))[0], f"{model_dir(study, name)}/train_log.jsonl")
+    return logs
+
+
 def report_settings(study: Study, workflow_root: str) -> dict[str, Any]:
     """Settings of the tables and plots (the only step that reads labels, domains, benchmarks, reference
     names and the aggregation); relative reference CSV paths are taken from the workflow,
     ``workflow_root`` (best relative to the run directory, so that a moved checkout changes nothing)."""
     marks = restricted_marks(study)
-    models = {
-        name: {
-            "display": m.display or name,
-            "kind": m.kind,
-            "published": to_dict(m.published),
-            "restricted": name in marks.models,
-        }
-        for name, m in study.models.items()
-        if m.evaluate
-    }
+    models: dict[str, dict[str, Any]] = {}
+    for name, m in study.models.items():
+        model, seed = study.seed_of.get(name, (name, None))
+        if not m.evaluate:
+            continue
+        entry = models.setdefault(
+            model,
+            {
+                "display": m.display or model,
+                "kind": m.kind,
+                "published": to_dict(m.published),
+                "restricted": False,
+                "pretrain_seeds": [],
+            },
+        )
+        entry["restricted"] = entry["restricted"] or name in marks.models
+        if seed is not None:
+            entry["pretrain_seeds"].append(seed)
     tasks = {
         name: {
             "display": rt.spec.display,
@@ -106,7 +123,14 @@ def report_settings(study: Study, workflow_root: str) -> dict[str, Any]:
         for name, rt in study.resolved_tasks.items()
     }
     runs = [
-        {"model": m, "task": t, "fold": f, "seed": s, "metrics": f"{run_dir(m, t, f, s)}/metrics.json"}
+        {
+            "model": study.seed_of.get(m, (m, None))[0],
+            "pretrain_seed": study.seed_of.get(m, (m, None))[1],
+            "task": t,
+            "fold": f,
+            "seed": s,
+            "metrics": f"{run_dir(m, t, f, s)}/metrics.json",
+        }
         for m, t, f, s in finetune_runs(study)
     ]
     data = {
@@ -119,11 +143,7 @@ def report_settings(study: Study, workflow_root: str) -> dict[str, Any]:
             key: path if path.startswith("/") else f"{workflow_root.rstrip('/')}/{path}"
             for key, path in to_dict(study.reference).items()
         },
-        "pretrain_logs": {
-            name: f"{model_dir(study, name)}/train_log.jsonl"
-            for name, m in study.models.items()
-            if m.kind in ("pretrain", "distill")
-        },
+        "pretrain_logs": _pretrain_logs(study),
         "vocab_diagnostics": {v: f"{vocab_dir(v)}/diagnostics.json" for v in study.vocabularies},
         "restricted_models": sorted(marks.models),
         "restricted_vocabularies": sorted(marks.vocabularies),

@@ -26,6 +26,7 @@ from ..typed import parse, to_dict
 from ..vocab.settings import VocabSettings
 from .branches import Branch, check_branches, inherit_recipes
 from .model_checks import check_cycles, check_model, check_names
+from .pretrain_seeds import expand_pretrain_seeds
 from .resources import JobResources, check_rules
 from .secrets import refuse_url_credentials
 from .seeds import check_seeds, parse_seeds
@@ -170,6 +171,13 @@ class ModelEntry:
         default=None,
     )
     distill: DistillSettings = _help("distill: student shape, losses and recipe.", default_factory=DistillSettings)
+    pretrain_seeds: list[int] | None = _help(
+        "pretrain and distill: train the model once per seed (its recipe's seed), each its own cached model "
+        "<name>/pseed~<seed> with its own fine-tuning runs; the tables aggregate over pretraining x fine-tuning "
+        "seeds and the findings test pairs with the multi-bootstrap (Sellam et al. 2022). A model trained from "
+        "one (init, teacher) gets the same seeds.",
+        default=None,
+    )
     restricted: bool = _help("external: trained on credentialed data (marks its results restricted).", default=False)
     evaluate: bool = _help("Fine-tune this model on the tasks.", default=True)
     finetune: dict[str, Any] = _help(
@@ -235,8 +243,11 @@ class Study:
         default_factory=dict,
     )
 
-    # Filled by load_study: tasks resolved against the registry.
+    # Filled by load_study: tasks resolved against the registry; each model with several
+    # pretraining seeds -> the models of its seeds, and each of those -> (model, seed).
     resolved_tasks: dict[str, ResolvedTask] = field(default_factory=dict, init=False, repr=False)
+    seeded: dict[str, list[str]] = field(default_factory=dict, init=False, repr=False)
+    seed_of: dict[str, tuple[str, int]] = field(default_factory=dict, init=False, repr=False)
 
     def job_resources(self, rule: str, model: str | None = None) -> JobResources:
         """A job's size: the model's own resources, else the rule's, else the defaults."""
@@ -309,6 +320,7 @@ def load_study(config: dict[str, Any]) -> Study:
     for name, m in study.models.items():
         check_model(name, m, study)
     check_cycles(study)
+    expand_pretrain_seeds(study)
     check_rules("resources", study.resources)
     for name, v in study.vocabularies.items():
         check_names(f"vocabularies.{name}.corpora", v.corpora, study.corpora, "corpus")
@@ -327,5 +339,5 @@ def load_study(config: dict[str, Any]) -> Study:
     for name, c in study.corpora.items():
         check_names(f"corpora.{name}.decontaminate", c.decontaminate, study.tasks, "task")
     for i, pair in enumerate(study.aggregation.compare):
-        check_names(f"aggregation.compare[{i}]", pair, study.models, "model")
+        check_names(f"aggregation.compare[{i}]", pair, {**study.models, **study.seeded}, "model")
     return study

@@ -24,6 +24,7 @@ from .groups import BLURB_TYPE_NAMES, BlurbScore, GroupValue, TaskKind, blurb_sc
 from .long_inputs import of_runs
 from .metrics import RunResult
 from .reference import ReferenceTable
+from .seed_grid import over_what, pair_grid
 from .settings import OTHER, ReportSettings, RunEntry, TaskEntry
 from .stats import Paired, Summary, bootstrap_ci, summarise
 
@@ -60,6 +61,15 @@ class Cell:
         return [r.scores[self.metric] for r in self.runs]
 
     @property
+    def pretrain_seeds(self) -> list[int]:
+        """The pretraining seeds of its runs, where the model was trained once per seed."""
+        return sorted({r.pretrain_seed for r in self.runs if r.pretrain_seed is not None})
+
+    def keyed(self) -> dict[tuple, float]:
+        """Scores by (pretraining seed, (fold, seed))."""
+        return {(r.pretrain_seed, (r.fold, r.seed)): s for r, s in zip(self.runs, self.scores, strict=True)}
+
+    @property
     def status(self) -> str:
         if not self.runs:
             return "missing"
@@ -70,7 +80,9 @@ class Cell:
         if self.status == "missing":
             return f"no results (0/{self.expected} runs)"
         short = f"fewer runs than configured ({self.n}/{self.expected})" if self.status == "incomplete" else ""
-        return "; ".join(text for text in (short, of_runs(self.runs)) if text)
+        seeds = len(self.pretrain_seeds)
+        pooled = f"{self.statistic} {over_what(seeds, self.n)}" if seeds > 1 else ""
+        return "; ".join(text for text in (pooled, short, of_runs(self.runs)) if text)
 
     @property
     def difference(self) -> float | None:
@@ -124,6 +136,10 @@ def _over(runs: list[RunResult], values: list[float | None], statistic: str) -> 
     return summarise(values, statistic, [r.fold for r in runs]).value
 
 
+def _run_order(r: RunResult) -> tuple[int, int, int]:
+    return r.fold, -1 if r.pretrain_seed is None else r.pretrain_seed, r.seed
+
+
 def build_cells(
     settings: ReportSettings, results: list[RunResult], refs: dict[str, ReferenceTable]
 ) -> dict[tuple[str, str, str], Cell]:
@@ -140,7 +156,7 @@ def build_cells(
     cells = {}
     for model, m in settings.models.items():
         for task, t in settings.tasks.items():
-            runs = sorted(by_cell.get((model, task), []), key=lambda r: (r.fold, r.seed))
+            runs = sorted(by_cell.get((model, task), []), key=_run_order)
             folds = [r.fold for r in runs]
             for view in t.views():
                 metric, stat = t.metric_of(view), agg.statistic_of(view)
@@ -246,7 +262,11 @@ class Comparison:
 
 
 def pair_cells(task: str, view: str, ca: Cell, cb: Cell) -> Comparison:
-    """Two cells' runs paired on the same fold and seed (untested)."""
+    """Two cells' runs paired on the same fold and seed, and pretraining seed where either model
+    has several (seed_grid.py; untested)."""
+    if len(ca.pretrain_seeds) > 1 or len(cb.pretrain_seeds) > 1:
+        pairing = pair_grid(ca.keyed(), cb.keyed())
+        return Comparison(task, view, ca.model, cb.model, ca, cb, pairing.n_pairs, pairing.scores, pairing.note)
     runs_b = {(r.fold, r.seed): s for r, s in zip(cb.runs, cb.scores, strict=True)}
     pairs = [
         (s, runs_b[(r.fold, r.seed)]) for r, s in zip(ca.runs, ca.scores, strict=True) if (r.fold, r.seed) in runs_b

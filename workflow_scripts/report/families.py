@@ -53,7 +53,8 @@ class Claim:
 def _tested(settings: ReportSettings, family: str, items: Sequence) -> list[Claim]:
     """Test one family of comparisons (per task or group) and make them claims."""
     sig, conf = settings.significance, settings.aggregation.confidence
-    tested = run_family([i.scores for i in items], sig.alpha, sig.correction, conf)
+    seed = settings.aggregation.bootstrap_seed
+    tested = run_family([i.scores for i in items], sig.alpha, sig.correction, conf, seed)
     m = sum(t is not None for t in tested)
     level = min(strictest_level(sig.alpha, m, sig.correction), 1.0 - conf)
     out = []

@@ -33,6 +33,7 @@ from ..errors import PipelineError
 from .anomalies import control_anomalies, spread_anomalies
 from .families import BASELINE, STATED
 from .group_compare import GROUP_PREFIX, STATED_GROUPS
+from .multibootstrap import MULTI_BOOTSTRAP, SAMPLES
 from .settings import ReportSettings, load
 from .significance import BEYOND, CORRECTED, CORRECTION_NAMES, SUGGESTIVE
 from .stats import SIGN_FLIP, T_TEST
@@ -70,6 +71,26 @@ def _needs(r) -> str:
     return "" if pd.isna(r.seeds_for_exact) else f"; the exact sign-flip test needs {int(r.seeds_for_exact)} seeds"
 
 
+def _n(r) -> str:
+    """A test's n, and for the multi-bootstrap the seeds it resamples."""
+    n = int(r.n_pairs)
+    if MULTI_BOOTSTRAP not in r.test:
+        return f"n = {n}"
+    rows = int(r.pretrain_seeds)
+    return f"n = {n}: {rows} pretraining x {n // rows} fine-tuning seeds"
+
+
+def survival(r) -> str:
+    """Whether a claim's effect was tested against, and survives, pretraining-seed variation."""
+    if MULTI_BOOTSTRAP in r.test:
+        if r.verdict == BEYOND:
+            return "; the effect survives pretraining-seed variation (multi-bootstrap)"
+        return "; it is not shown to survive pretraining-seed variation (multi-bootstrap)"
+    if r.verdict == BEYOND:
+        return "; each model was pretrained once, so survival of pretraining-seed variation is untested"
+    return ""
+
+
 def _ps(settings: ReportSettings, r) -> str:
     return f"p = {_pval(r.p)}, {CORRECTED[settings.significance.correction]} = {_pval(r.p_corrected)}"
 
@@ -88,7 +109,7 @@ def pair_findings(settings: ReportSettings, comparisons: pd.DataFrame) -> list[F
             out.append(Finding(f"{group} mean", f"{head}; no paired comparison ({r.note}).", None))
             continue
         stats = (
-            f"paired difference {_signed(r.mean_paired_difference)} ({r.test}, n = {int(r.n_pairs)}, "
+            f"paired difference {_signed(r.mean_paired_difference)} ({r.test}, {_n(r)}, "
             f"{level}% CI {_signed(r.ci_low)} to {_signed(r.ci_high)}, {_ps(settings, r)}{_needs(r)})"
         )
         winner = a if r.mean_paired_difference > 0 else b
@@ -102,7 +123,7 @@ def pair_findings(settings: ReportSettings, comparisons: pd.DataFrame) -> list[F
         else:
             verdict = "the difference is within seed noise: no effect appeared"
         appeared = r.verdict == BEYOND and r.mean_paired_difference > 0
-        out.append(Finding(f"{group} mean", f"{head}, {stats}: {verdict}.", appeared))
+        out.append(Finding(f"{group} mean", f"{head}, {stats}: {verdict}{survival(r)}.", appeared))
     return out
 
 
@@ -145,7 +166,7 @@ def _baseline_sentence(settings: ReportSettings, display: str, base: float, clai
     tested = claims[claims["verdict"].notna()]
     above = tested[(tested["verdict"] == BEYOND) & (tested["mean_paired_difference"] > 0)]
     best = claims.loc[claims["value_a"].fillna(-1e9).idxmax()]
-    tests = ", ".join(dict.fromkeys(f"{r.test}, n = {int(r.n_pairs)}{_needs(r)}" for r in tested.itertuples()))
+    tests = ", ".join(dict.fromkeys(f"{r.test}, {_n(r)}{_needs(r)}" for r in tested.itertuples()))
     if above.empty:
         weakest = tested.loc[tested["p_corrected"].idxmin()] if not tested.empty else None
         ps = f"; smallest {_ps(settings, weakest)}" if weakest is not None else ""
@@ -222,8 +243,28 @@ def method(settings: ReportSettings, comparisons: pd.DataFrame) -> str:
         "interval, or the shifts the sign-flip test does not reject. "
         f"{correction}: {described or 'no claims'}. "
         f"Beyond seed noise: corrected p < alpha = {sig.alpha}; suggestive: raw p < alpha but not the corrected p; "
-        "within seed noise otherwise. Pretraining was run once per model: every interval covers fine-tuning seeds "
-        "only, so no effect here is shown to survive pretraining-seed variation."
+        "within seed noise otherwise. " + pretraining_seeds(settings)
+    )
+
+
+def pretraining_seeds(settings: ReportSettings) -> str:
+    """What the tests say of pretraining-seed variation, with the models pretrained more than once."""
+    seeded = [f"{m.display} ({len(m.pretrain_seeds)})" for m in settings.models.values() if len(m.pretrain_seeds) > 1]
+    if not seeded:
+        return (
+            "Pretraining was run once per model: every interval covers fine-tuning seeds only, so no effect here "
+            "is shown to survive pretraining-seed variation."
+        )
+    return (
+        f"Models pretrained once per seed ({', '.join(seeded)} pretraining seeds): their cells pool every pretraining "
+        "x fine-tuning run, and their claims are tested with the multi-bootstrap of Sellam et al. (ICLR 2022, "
+        f"'The MultiBERTs'): {SAMPLES:,} replicates, each drawing pretraining seeds with replacement and, "
+        "within each, fine-tuning seeds, the same draws for both models (a model pretrained once pairs its runs "
+        "with each of the other's seeds); its p is twice the share of replicates on the smaller side of zero, "
+        "counted as (k + 1) / (B + 1), the interval their percentiles. A bootstrap over a few seeds covers too "
+        "little, so such a claim must also pass the test above on the runs' means over pretraining seeds: its p "
+        "is the larger of the two (an intersection-union test). Such a claim beyond noise survives "
+        "pretraining-seed variation; the other intervals cover fine-tuning seeds only."
     )
 
 

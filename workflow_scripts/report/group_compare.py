@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from .aggregate import Cell
 from .groups import ALL, CLINICAL, GROUPS, TaskKind, lewis_groups
+from .seed_grid import pair_grid, pretrain_seeds
 from .settings import ReportSettings
 from .stats import Paired
 
@@ -45,18 +46,32 @@ def group_members(settings: ReportSettings) -> dict[str, list[str]]:
     return members
 
 
-def seed_means(cells: dict[tuple[str, str, str], Cell], model: str, tasks: list[str]) -> dict[int, float]:
-    """seed -> mean over ``tasks`` of the seed's score (x100, in the Lewis et al. metric), for
-    seeds every task has."""
-    per_task: dict[str, dict[int, float]] = {}
+def seed_means(cells: dict[tuple[str, str, str], Cell], model: str, tasks: list[str]) -> dict[tuple, float]:
+    """(pretraining seed, fine-tuning seed) -> mean over ``tasks`` of that run's score (x100, in
+    the Lewis et al. metric), for the seeds every task has (pretraining seed None for a model
+    trained once)."""
+    per_task: dict[str, dict[tuple, float]] = {}
     for task in tasks:
-        by_seed: dict[int, list[float]] = defaultdict(list)
+        by_seed: dict[tuple, list[float]] = defaultdict(list)
         cell = cells[(model, task, "lewis")]
         for r in cell.runs:
-            by_seed[r.seed].append(r.scores[cell.metric])
+            by_seed[(r.pretrain_seed, r.seed)].append(r.scores[cell.metric])
         per_task[task] = {s: sum(v) / len(v) for s, v in by_seed.items()}
     seeds = set.intersection(*(set(v) for v in per_task.values())) if per_task else set()
-    return {s: 100.0 * sum(per_task[t][s] for t in tasks) / len(tasks) for s in sorted(seeds)}
+    order = sorted(seeds, key=lambda k: (-1 if k[0] is None else k[0], k[1]))
+    return {s: 100.0 * sum(per_task[t][s] for t in tasks) / len(tasks) for s in order}
+
+
+def _pair(sa: dict[tuple, float], sb: dict[tuple, float], group: str) -> tuple[int, tuple | None, str]:
+    """n, scores (fractions) and note of two models' seed means, paired as seed_grid.py pairs them."""
+    if len(pretrain_seeds(sa)) > 1 or len(pretrain_seeds(sb)) > 1:
+        pairing = pair_grid({k: v / 100 for k, v in sa.items()}, {k: v / 100 for k, v in sb.items()}, "seed")
+        return pairing.n_pairs, pairing.scores, pairing.note
+    by_b = {s: v for (_, s), v in sb.items()}
+    shared = [(s, v) for (_, s), v in sa.items() if s in by_b]
+    if len(shared) < 2:
+        return len(shared), None, f"{len(shared)} seed(s) with every {group} task in both models; need at least 2"
+    return len(shared), ([v / 100 for _, v in shared], [by_b[s] / 100 for s, _ in shared]), ""
 
 
 def compare_groups(
@@ -68,13 +83,7 @@ def compare_groups(
         if not tasks:
             continue
         for a, b in settings.aggregation.compare:
-            sa, sb = seed_means(cells, a, tasks), seed_means(cells, b, tasks)
-            shared = [s for s in sa if s in sb]
-            scores, note = None, ""
-            if len(shared) < 2:
-                note = f"{len(shared)} seed(s) with every {group} task in both models; need at least 2"
-            else:
-                scores = ([sa[s] / 100 for s in shared], [sb[s] / 100 for s in shared])
+            n, scores, note = _pair(seed_means(cells, a, tasks), seed_means(cells, b, tasks), group)
             values = groups[a][group].ours.value, groups[b][group].ours.value
-            out.append(GroupComparison(group, a, b, *values, len(shared), scores, note))
+            out.append(GroupComparison(group, a, b, *values, n, scores, note))
     return out

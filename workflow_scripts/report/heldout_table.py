@@ -63,6 +63,16 @@ class Row:
     restricted: bool = False  # derived from credentialed data, as its provenance says
 
 
+def _model_name(path: str) -> str:
+    """A model's name from its directory: results/<kind>/<name>, where a pretraining seed's model
+    name has a segment of its own (<name>/pseed~<seed>)."""
+    parts = Path(path).parts
+    for i in range(1, len(parts) - 1):
+        if parts[i - 1] == "results" and parts[i] in ("pretrain", "distill"):
+            return "/".join(parts[i + 1 :])
+    return Path(path).name
+
+
 def read_model(directory: str | Path) -> Row:
     directory = Path(directory)
     path = directory / "provenance.json"
@@ -93,7 +103,7 @@ def read_model(directory: str | Path) -> Row:
     )
     if step == "distill":
         recipe = record.get("recipe") or {}
-        row.teacher = Path((record.get("teacher") or {}).get("path", "")).name or None
+        row.teacher = _model_name((record.get("teacher") or {}).get("path", "")) or None
         row.role = "control" if recipe.get("control") else "distilled"
         student = recipe.get("student") or {}
         shared = {k: v for k, v in settings.items() if k not in ("loss", "temperature", "kl_positions", "layer_map")}

@@ -33,6 +33,7 @@ class RunResult:
     recall: dict[str, float]
     restricted: bool
     reading: str = ""  # how a run with chunking on read its inputs (long_inputs)
+    pretrain_seed: int | None = None  # where the model was trained once per seed
 
     @property
     def test(self) -> float:
@@ -78,7 +79,7 @@ def parse_metrics(
     metrics the tables read from its test section."""
     if not isinstance(data, dict):
         raise PipelineError(f"{path}: expected a JSON object, got {type(data).__name__}")
-    for key, expected in (("model", run.model), ("task", run.task), ("fold", run.fold), ("seed", run.seed)):
+    for key, expected in (("model", run.trained_model), ("task", run.task), ("fold", run.fold), ("seed", run.seed)):
         if key in data and data[key] != expected:
             raise PipelineError(f"{path}: key {key!r} is {data[key]!r} but the run is listed with {expected!r}")
     if "metric" in data and data["metric"] != metric:
@@ -114,6 +115,7 @@ def parse_metrics(
         recall=recall,
         restricted=bool(data.get("restricted", False)),
         reading=reading(data.get("encoding"), task_type),
+        pretrain_seed=run.pretrain_seed,
     )
 
 

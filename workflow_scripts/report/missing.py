@@ -33,6 +33,22 @@ def seed_shortfalls(settings: ReportSettings, claims: list[Claim]) -> list[str]:
     return out
 
 
+def pretraining_seed_notes(settings: ReportSettings) -> list[str]:
+    """Which compared models were pretrained with several seeds, and which once."""
+    compared = dict.fromkeys(name for pair in settings.aggregation.compare for name in pair)
+    trained = [n for n in compared if settings.models[n].kind in ("pretrain", "distill")]
+    seeded = [n for n in trained if len(settings.models[n].pretrain_seeds) > 1]
+    once = [n for n in trained if n not in seeded]
+    out = [f"- {n}: pretraining seeds {', '.join(map(str, settings.models[n].pretrain_seeds))}" for n in seeded]
+    if once:
+        out.append(
+            f"- pretrained once: {', '.join(once)}. Their claims cover fine-tuning seeds only, so none of them is "
+            "shown to survive pretraining-seed variation. `pretrain_seeds: [...]` on a model trains it once per "
+            "seed (each seed costs its pretraining's GPU-hours again: benchmarks/README.md, GPU-hours per model)."
+        )
+    return out
+
+
 def missing_report(
     settings: ReportSettings, missing, cells: dict, groups: dict, blurb: dict, claims: list[Claim]
 ) -> str:
@@ -63,7 +79,11 @@ def missing_report(
             "",
             "## Seeds for an assumption-free test",
             "",
-            *(seed_shortfalls(settings, claims) or ["Every paired claim is decided by the exact sign-flip test."]),
+            *(seed_shortfalls(settings, claims) or ["Every paired claim's test can decide at its level."]),
+            "",
+            "## Pretraining seeds",
+            "",
+            *(pretraining_seed_notes(settings) or ["No compared model is trained here."]),
             "",
         ]
     )

@@ -20,6 +20,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .stats import Paired
+
+MULTI_BOOTSTRAP = "multi-bootstrap"
+# Replicates of a claim's test: its two-sided p moves in steps of 2 / SAMPLES, far below the
+# strictest level a family of claims is judged at (alpha / m).
+SAMPLES = 10000
+
 
 @dataclass
 class MultiBootstrap:
@@ -64,4 +71,23 @@ def multibootstrap(
         pretrain_seeds=a.shape[0],
         finetune_seeds=a.shape[1],
         samples=samples,
+    )
+
+
+def paired_multibootstrap(a, b, confidence: float, seed: int, samples: int = SAMPLES) -> Paired:
+    """A claim's test over pretraining x fine-tuning seeds, in the shape of the other paired tests. Its p
+    counts the k replicates on the smaller side of zero as (k + 1) / (B + 1), doubled (Davison and Hinkley
+    1997): a bootstrap p is never 0."""
+    result = multibootstrap(a, b, samples, confidence, seed)
+    d = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    return Paired(
+        n_pairs=int(d.size),
+        mean_diff=result.mean_diff,
+        ci_low=result.ci_low,
+        ci_high=result.ci_high,
+        test=MULTI_BOOTSTRAP,
+        p=min(1.0, 2 * (round(result.p * samples / 2) + 1) / (samples + 1)),
+        wins=int((d > 0).sum()),
+        losses=int((d < 0).sum()),
+        pretrain_seeds=result.pretrain_seeds,
     )

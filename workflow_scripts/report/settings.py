@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..errors import PipelineError
+from ..paths import PRETRAIN_SEED
 from ..tasks.metrics import check_task_metric, metric_for, metric_names
 from ..tasks.spec import BENCHMARKS
 from ..typed import load_settings
@@ -57,6 +58,10 @@ class ReportModel:
     restricted: bool = field(
         default=False,
         metadata={"help": "The model was trained on credentialed data (MIMIC-III...): its results are marked."},
+    )
+    pretrain_seeds: list[int] = field(
+        default_factory=list,
+        metadata={"help": "Its pretraining seeds, where it was trained once per seed (empty: trained once)."},
     )
 
     @property
@@ -161,6 +166,16 @@ class RunEntry:
     seed: int = field(metadata={"help": "Fine-tuning seed."})
     metrics: str = field(metadata={"help": "Path of the run's metrics.json, relative to the run directory."})
     fold: int = field(default=0, metadata={"help": "Cross-validation fold (0 for tasks without folds)."})
+    pretrain_seed: int | None = field(
+        default=None, metadata={"help": "Pretraining seed of the model's run, where it has several."}
+    )
+
+    @property
+    def trained_model(self) -> str:
+        """The name the run's model was trained and fine-tuned under (one seed's, where seeded)."""
+        if self.pretrain_seed is None:
+            return self.model
+        return PRETRAIN_SEED.format(model=self.model, seed=self.pretrain_seed)
 
 
 @dataclass
@@ -281,9 +296,11 @@ class ReportSettings:
                 raise PipelineError(f"{key}.fold: {run.fold} is not a fold of {run.task} (0..{task.run_folds()[-1]})")
         seen: dict[tuple, int] = {}
         for i, run in enumerate(self.runs):
-            ident = (run.model, run.task, run.fold, run.seed)
+            ident = (run.model, run.pretrain_seed, run.task, run.fold, run.seed)
             if ident in seen:
-                raise PipelineError(f"{prefix}runs[{i}]: same model, task, fold and seed as runs[{seen[ident]}]")
+                raise PipelineError(
+                    f"{prefix}runs[{i}]: same model, pretraining seed, task, fold and seed as runs[{seen[ident]}]"
+                )
             seen[ident] = i
         for i, (a, b) in enumerate(self.aggregation.compare):
             for name in (a, b):

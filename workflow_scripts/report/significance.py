@@ -22,6 +22,8 @@ from typing import Literal
 
 import numpy as np
 
+from .multibootstrap import MULTI_BOOTSTRAP, paired_multibootstrap
+from .seed_grid import is_grid
 from .stats import Paired, paired_comparison
 
 Correction = Literal["holm", "bonferroni", "none"]
@@ -52,17 +54,32 @@ def strictest_level(alpha: float, m: int, method: Correction) -> float:
     return alpha if method == "none" else alpha / max(m, 1)
 
 
+def _test(pair: tuple, level: float, confidence: float, seed: int) -> Paired:
+    """Flat pairs get the exact or t test. Grids [pretraining seed][run] must pass both the
+    multi-bootstrap and that test on the runs' means over pretraining seeds (an intersection-union
+    test: p is the larger of the two): a bootstrap over a handful of seeds is anti-conservative
+    (with every difference of one sign its p is the smallest it can give, whatever the spread),
+    so the multi-bootstrap alone never decides."""
+    if not is_grid(pair):
+        return paired_comparison(pair[0], pair[1], level, confidence)
+    grid = paired_multibootstrap(pair[0], pair[1], confidence, seed)
+    runs = paired_comparison(np.mean(pair[0], axis=0), np.mean(pair[1], axis=0), level, confidence)
+    grid.test, grid.p = f"{MULTI_BOOTSTRAP} and {runs.test}", max(grid.p, runs.p)
+    return grid
+
+
 def run_family(
-    pairs: Sequence[tuple[Sequence[float], Sequence[float]] | None],
+    pairs: Sequence[tuple[Sequence, Sequence] | None],
     alpha: float,
     method: Correction,
     confidence: float,
+    seed: int = 0,
 ) -> list[Paired | None]:
     """Test every claim of a family (``None``: too few pairs to test, left out of m) and set
-    each test's corrected p."""
+    each test's corrected p; ``seed`` seeds the multi-bootstrap's resampling."""
     m = sum(p is not None for p in pairs)
     level = strictest_level(alpha, m, method)
-    tested = [None if p is None else paired_comparison(p[0], p[1], level, confidence) for p in pairs]
+    tested = [None if p is None else _test(p, level, confidence, seed) for p in pairs]
     done = [t for t in tested if t is not None]
     for t, corrected in zip(done, adjust([t.p for t in done], method), strict=True):
         t.p_corrected = corrected

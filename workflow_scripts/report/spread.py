@@ -1,8 +1,9 @@
 """The spread of each cell's runs and paired comparisons of models, one CSV row per model x task x benchmark.
 
 spread.csv: the runs' mean, standard deviation, range and confidence interval, with precision and recall;
-comparisons.csv: per tested claim (families.py), the paired difference over runs of the same fold and seed, the
-test, its interval, raw and corrected p, the verdict and the wins of each side.
+comparisons.csv: per tested claim (families.py), the paired difference over runs of the same fold and seed (and
+pretraining seed: ``pretrain_seeds`` rows of the multi-bootstrap's grid), the test, its interval, raw and corrected
+p, the verdict and the wins of each side.
 """
 
 from __future__ import annotations
@@ -95,6 +96,7 @@ def _paired(c: Claim, settings: ReportSettings) -> dict:
         "alpha": sig.alpha,
         "verdict": verdict(p.p, p.p_corrected, sig.alpha) if tested else None,
         "seeds_for_exact": c.seeds_for_exact,
+        "pretrain_seeds": p.pretrain_seeds if tested else None,
         "wins_a": p.wins if tested else None,
         "wins_b": p.losses if tested else None,
     }
@@ -128,6 +130,7 @@ COMPARISON_COLUMNS = [
     "alpha",
     "verdict",
     "seeds_for_exact",
+    "pretrain_seeds",
     "wins_a",
     "wins_b",
     "note",

@@ -167,6 +167,7 @@ class Paired:
     p: float
     wins: int
     losses: int
+    pretrain_seeds: int = 1  # rows of a multi-bootstrap's grid (multibootstrap.py)
     # set once the comparison's family is corrected (see significance.py)
     p_corrected: float | None = None
 

@@ -32,6 +32,7 @@ from .metrics import RunResult, load_runs
 from .missing import missing_report
 from .reference import BLURB_SCORE_ROW, BLURB_TASKS, LEWIS_TASKS, ReferenceTable, read_reference
 from .render import INCOMPLETE, NO_VALUE, RESTRICTED
+from .seed_grid import pooled_notes
 from .settings import ReportSettings, RunEntry, load, parse_args
 from .spread import comparisons_csv, spread_csv
 
@@ -199,7 +200,8 @@ def medians_table(settings: ReportSettings, cells: dict, groups: dict, out: Path
         _published_note(settings, "lewis", "blurb")
         + _folds_note(settings, list(settings.tasks))
         + long_inputs.notes(settings.tasks, settings.models, shown)
-        + controls.notes(settings),
+        + controls.notes(settings)
+        + pooled_notes(settings),
     )
 
 
@@ -296,7 +298,7 @@ def summary_table(
     header_row = [row_header or label.capitalize(), "Metric, statistic"] + controls.labels(settings, models)
     notes = _published_note(settings, bench)
     notes += _folds_note(settings, [n for n, t in settings.tasks.items() if bench in t.benchmarks])
-    notes += controls.notes(settings)
+    notes += controls.notes(settings) + pooled_notes(settings)
     return render.write_table(out, stem, header, rows, title, header_row, display, notes)
 
 
@@ -352,7 +354,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     for bench in ("lewis", "blurb"):
         if getattr(settings.reference, bench):
             inputs[f"reference_{bench}"] = str(root / getattr(settings.reference, bench))
-    evaluated = {(r.model, r.task, r.fold, r.seed) for c in cells.values() for r in c.runs}
+    evaluated = {(r.model, r.pretrain_seed, r.task, r.fold, r.seed) for c in cells.values() for r in c.runs}
     provenance.record(
         out,
         step="report.tables",
@@ -365,12 +367,13 @@ def main(argv: Sequence[str] | None = None) -> None:
             "runs": [
                 {
                     "model": r.model,
+                    **({} if r.pretrain_seed is None else {"pretrain_seed": r.pretrain_seed}),
                     "task": r.task,
                     "fold": r.fold,
                     "seed": r.seed,
                     "metrics": str(root / r.path),
                     "score": r.test,
-                    "used": (r.model, r.task, r.fold, r.seed) in evaluated,
+                    "used": (r.model, r.pretrain_seed, r.task, r.fold, r.seed) in evaluated,
                 }
                 for r in results
             ],
