@@ -5,7 +5,14 @@ import re
 import shlex
 import sys
 
-from workflow_scripts import group_check, numerics, paths, preload, workdir_lock
+from workflow_scripts import (
+    function_params,
+    group_check,
+    numerics,
+    paths,
+    preload,
+    workdir_lock,
+)
 from workflow_scripts.config import checkpoints, gpu_share, plan, step_settings
 from workflow_scripts.config.launch import launch_command
 from workflow_scripts.config.resources import MODEL_RULES, snakemake_resources
@@ -25,6 +32,8 @@ if workflow.is_main_process:
 
 # Snakemake's check that no path leaves a job group and re-enters it, linear in the DAG.
 group_check.install()
+# Parameters of input functions, params and resources read once per function, not per job.
+function_params.install()
 
 try:
     STUDY = load_config(config, workflow.source_path("../schemas/config.schema.yaml"))

@@ -10,6 +10,7 @@ cross-field checks; it raises PipelineError.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
 from pathlib import Path
@@ -99,6 +100,13 @@ def _convert(tp: Any, value: Any, where: str) -> Any:
     raise TypeError(f"unsupported settings type {tp!r} at {where}")
 
 
+@functools.cache
+def _init_fields(cls: type) -> tuple[dict[str, Any], dict[str, dataclasses.Field]]:
+    """A settings class's resolved field types and its init fields: once per class (resolving
+    the annotations is most of a parse, and the Snakefile parses thousands of run settings)."""
+    return typing.get_type_hints(cls), {f.name: f for f in dataclasses.fields(cls) if f.init}
+
+
 def parse(cls: type[T], data: Any, where: str) -> T:
     """Build ``cls`` from a mapping; unknown keys, missing required keys and wrong types raise
     PipelineError naming the dotted key path ``where``."""
@@ -106,8 +114,7 @@ def parse(cls: type[T], data: Any, where: str) -> T:
         data = {}
     if not isinstance(data, dict):
         raise PipelineError(f"{where}: expected a mapping, got {data!r}")
-    hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    hints, fields = _init_fields(cls)
     unknown = sorted(set(data) - set(fields))
     if unknown:
         raise PipelineError(f"{where}: unknown key {unknown[0]!r} (allowed: {', '.join(sorted(fields))})")

@@ -72,3 +72,15 @@ def test_the_stable_phase_is_planned_once_and_each_decay_branch_after_it():
     # the clinical branch packs MIMIC-III with the stable phase's vocabulary; the biomedical one reads its data
     packed = {p for b in ["ours-wsd-stable", *branches] for p in model_packed(study, b)}
     assert jobs["pack_index"] == len(packed) == 3
+
+
+def test_loading_the_snakefile_imports_no_torch(monkeypatch):
+    """Every snakemake command loads the Snakefile first: torch (seconds to import) stays out of it."""
+    monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")
+    result = snakemake("--list-rules")
+    assert result.returncode == 0, result.stderr[-3000:]
+    imported = {
+        line.rsplit("|", 1)[1].strip() for line in result.stderr.splitlines() if line.startswith("import time:")
+    }
+    assert "workflow_scripts.config.validate" in imported  # the study's settings were read
+    assert not {name for name in imported if name.split(".")[0] in ("torch", "transformers")}

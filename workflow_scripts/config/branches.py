@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..errors import PipelineError
-from ..optim import decay_start, warmup_steps
+from ..lr_curve import decay_start, warmup_steps
 from ..pretrain.settings import BranchStart
 from ..typed import help_field as _help
 

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .. import optim
+from .. import lr_curve
 from ..errors import PipelineError
 from .family_settings import ElectraSettings, ModernBertSettings
 
@@ -224,9 +224,9 @@ class PretrainSettings:
     def peak_lr(self) -> float:
         return self.lr if self.lr is not None else DEFAULT_LR[self.size]
 
-    def curve(self) -> optim.Curve:
+    def curve(self) -> lr_curve.Curve:
         kind = {"linear": "linear", "constant_with_warmup": "constant", "wsd": "wsd"}[self.schedule]
-        return optim.Curve(kind, self.decay_ratio, self.decay_shape)
+        return lr_curve.Curve(kind, self.decay_ratio, self.decay_shape)
 
     def phase_mask_probs(self) -> list[float]:
         """Each phase's masking rate: its own, else the model's ``mask_prob``."""
