@@ -224,9 +224,7 @@ rule cost:
             for run in plan.finetune_runs(STUDY)
         ],
         scores=[f"{paths.TABLES}/groups.csv", f"{paths.TABLES}/blurb.csv"],
-        reported=workflow.source_path(
-            "../resources/reference/pretraining_compute.csv"
-        ),
+        reported=workflow.source_path("../resources/reference/pretraining_compute.csv"),
     output:
         f"{paths.TABLES}/cost.csv",
         report(
