@@ -121,7 +121,7 @@ def test_frontier_of_a_hand_made_example():
     assert [p.name for p in frontier(points, lower_is_better=False)] == ["best"]
     text = sentence(Panel("All mean", "device-hours", True, points))
     assert text.startswith("All mean against device-hours: the Pareto frontier holds cheap (70.0 at 1), mid")
-    assert text.endswith("the other 2 are dominated.")
+    assert text.endswith("; 2 others are dominated.")
 
 
 def test_cost_table_from_records(run, tmp_path):

@@ -135,6 +135,11 @@ CSV_HEADER = [
 ]
 
 
+def _significant(value: float | None) -> float | None:
+    """Hours to four significant digits: a demo job of seconds keeps its figure."""
+    return None if value is None else float(f"{value:.4g}")
+
+
 def _lengths_header(lengths: list[int]) -> list[str]:
     return [f"sequences_per_s_at_{n}" for n in lengths]
 
@@ -152,16 +157,16 @@ def csv_row(row: Row, lengths: list[int]) -> dict[str, Any]:
         "tokens_per_phase": ";".join(map(str, t.tokens_per_phase)) if t else None,
         "tokens": t.tokens if t else None,
         "train_flops": f"{t.flops:.4e}" if t else None,
-        "train_device_hours": csv_number(t.device_hours) if t else None,
+        "train_device_hours": _significant(t.device_hours) if t else None,
         "train_device": t.device if t else None,
-        "pretrain_device_hours_with_upstream": csv_number(row.pretrain_hours),
+        "pretrain_device_hours_with_upstream": _significant(row.pretrain_hours),
         "train_peak_memory_mb": csv_number(t.peak_memory_mb) if t else None,
         "finetune_runs": u.runs,
-        "finetune_device_hours": csv_number(u.device_hours) if u.runs else None,
+        "finetune_device_hours": _significant(u.device_hours) if u.runs else None,
         "finetune_device": ";".join(sorted(u.devices)) or None,
         "inference_device": s.get("device"),
         "inference_precision": s.get("precision"),
-        "inference_batch_size": measured[0]["batch_size"] if measured else None,
+        "inference_batch_size": s.get("batch_size"),
         "inference_peak_memory_mb": csv_number(max(peaks)) if peaks else None,
         "reported_compute": row.reported[0] if row.reported else None,
         "reported_source": row.reported[1] if row.reported else None,
@@ -171,7 +176,7 @@ def csv_row(row: Row, lengths: list[int]) -> dict[str, Any]:
 
 
 def _millions(value: float | None) -> str:
-    return NO_VALUE if value is None else number(value / 1e6, 2)
+    return NO_VALUE if value is None else f"{value / 1e6:.3g}"
 
 
 def _hours(value: float | None) -> str:
@@ -228,7 +233,7 @@ def notes(rows: list[Row], lengths: list[int], figure_panels: list[pareto.Panel]
         (provenance.load(r.training.record).get("flops", {}).get("formula") for r in rows if r.training), None
     )
     devices = sorted({r.speed["device"] for r in rows if r.speed})
-    batch = next((r.speed["lengths"][0].get("batch_size") for r in rows if r.speed and r.speed["lengths"]), None)
+    batch = next((r.speed.get("batch_size") for r in rows if r.speed), None)
     return [
         f"Training FLOPs: {FORMULA_SOURCE} x the tokens of each training-log interval: {formula or 'no training here'}",
         "Tokens per phase and FLOPs are read from train_log.jsonl; device-hours are processes x the wall time "

@@ -105,6 +105,7 @@ def speed_record(model: nn.Module, settings: SpeedSettings, device: torch.device
         "device": provenance.accelerator() if device.type == "cuda" else "cpu",
         "precision": "bf16" if device.type == "cuda" else "fp32",
         "threads": torch.get_num_threads(),
+        "batch_size": settings.batch_size,
         "lengths": per_length,
     }
 

@@ -58,7 +58,7 @@ def sentence(panel: Panel) -> str:
         return f"{panel.title}: no model has both figures, so there is no frontier."
     names = ", ".join(f"{p.name} ({number(p.score)} at {p.cost:.3g})" for p in front)
     rest = len([p for p in panel.points if not p.control]) - len(front)
-    others = f"; the other {rest} are dominated" if rest else ""
+    others = f"; {rest} other{'s are' if rest > 1 else ' is'} dominated" if rest else ""
     return f"{panel.title}: the Pareto frontier holds {names}{others}."
 
 
