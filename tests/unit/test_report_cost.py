@@ -161,3 +161,24 @@ def test_cost_table_from_records(run, tmp_path):
     sources = provenance.load(out / "cost.provenance.json")["sources"]
     assert sources["m"]["training"] == [str(run / "provenance.json"), str(run / "train_log.jsonl")]
     assert (out / "cost.png").stat().st_size > 0
+
+
+def test_the_demo_studys_cost_settings_name_each_models_records_and_upstream():
+    from workflow_scripts.config.cost_plan import cost_settings
+    from workflow_scripts.config.validate import load_config
+
+    root = Path(__file__).resolve().parents[2]
+    cfg = yaml.safe_load((root / "demo" / "config.yaml").read_text())
+    settings = cost_settings(load_config(cfg, root / "schemas" / "config.schema.yaml"), "..")["models"]
+    assert settings["demo-modernbert-m3"]["upstream"] == {"demo-modernbert": 800}
+    assert settings["demo-student"]["upstream"] == {"demo-roberta": None}
+    assert (
+        settings["demo-roberta-m3"]["upstream"] == {"demo-roberta": None} and settings["demo-roberta-m3"]["restricted"]
+    )
+    # a control copies only its init's shape; the baseline has no checkpoint to time
+    assert settings["demo-control"]["upstream"] == {} and settings["demo-control"]["training"] is None
+    assert settings["demo-baseline"]["speed"] is None
+    assert settings["demo-roberta"]["training"] == "results/pretrain/demo-roberta/provenance.json"
+    assert (
+        settings["demo-roberta"]["runs"][0].endswith("/provenance.json") and len(settings["demo-roberta"]["runs"]) > 1
+    )
