@@ -175,7 +175,7 @@ def test_cost_table_sums_the_records_and_the_plot_draws_the_frontier(demo_run):
     assert (cost.loc[models, "inference_precision"] == "fp32").all()
     assert cost.loc["demo-roberta-m3", "restricted"] and not cost.loc["demo-roberta", "restricted"]
     md = (tables / "cost.md").read_text()
-    assert "RoBERTa-tiny PM+M3 †" in md and "All mean against pretraining device-hours" in md
+    assert "| RoBERTa-tiny PM+M3† |" in md and "All mean against pretraining device-hours" in md
     assert "the Pareto frontier holds" in md and (tables / "cost.png").stat().st_size > 10_000
     sources = json.loads((tables / "cost.provenance.json").read_text())["sources"]
     assert sources["demo-roberta"]["training"][0] == "results/pretrain/demo-roberta/provenance.json"
