@@ -97,7 +97,8 @@ def test_inference_speed_counts_parameters_and_skips_lengths_beyond_the_position
     out = tmp_path / "speed" / "m.json"
     inference_speed.main(["--settings", str(settings), "--model", str(run), "--out", str(out)])
     record = json.loads(out.read_text())
-    encoder = AutoModel.from_pretrained(run)
+    encoder = AutoModel.from_pretrained(run, add_pooling_layer=False)
+    assert encoder.pooler is None
     embeddings = sum(p.numel() for p in encoder.embeddings.parameters() if p.dim() == 2)
     assert record["parameters"]["total"] == sum(p.numel() for p in encoder.parameters())
     assert record["parameters"]["non_embedding"] == record["parameters"]["total"] - embeddings

@@ -14,6 +14,7 @@ model's position table is reported as such, never extrapolated.
 from __future__ import annotations
 
 import argparse
+import inspect
 import logging
 import time
 from collections.abc import Sequence
@@ -111,9 +112,12 @@ def speed_record(model: nn.Module, settings: SpeedSettings, device: torch.device
 
 
 def load_model(path: str, device: torch.device) -> nn.Module:
-    """The checkpoint's encoder in evaluation mode, bf16 on a GPU."""
+    """The checkpoint's encoder in evaluation mode, bf16 on a GPU; without the pooler a BERT-family class
+    adds (fine-tuning reads the hidden states, and a masked-LM checkpoint has no pooler weights)."""
     config = AutoConfig.from_pretrained(path)
-    model = AutoModel.from_pretrained(path, config=config)
+    cls = AutoModel._model_mapping[type(config)]
+    pooler = {"add_pooling_layer": False} if "add_pooling_layer" in inspect.signature(cls.__init__).parameters else {}
+    model = cls.from_pretrained(path, config=config, **pooler)
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     return model.to(device=device, dtype=dtype).eval()
 
