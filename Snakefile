@@ -32,3 +32,4 @@ rule all:
         PLOTS,
         HELDOUT_TABLES if HELDOUT_MODELS else [],
         FINDINGS if TASKS and EVALUATED else [],
+        COST if TASKS and EVALUATED else [],

@@ -13,7 +13,13 @@ from workflow_scripts import (
     preload,
     workdir_lock,
 )
-from workflow_scripts.config import checkpoints, gpu_share, plan, step_settings
+from workflow_scripts.config import (
+    checkpoints,
+    cost_plan,
+    gpu_share,
+    plan,
+    step_settings,
+)
 from workflow_scripts.config.launch import launch_command
 from workflow_scripts.config.resources import MODEL_RULES, snakemake_resources
 from workflow_scripts.config.validate import load_config

@@ -5,6 +5,9 @@ localrules:
     corpus_table,
     heldout_table,
     findings,
+    inference_speed_settings,
+    cost_settings,
+    cost,
 
 
 rule report_settings:
@@ -153,3 +156,93 @@ rule findings:
     shell:
         "python -m workflow_scripts.report.findings --settings {input.settings}"
         " --tables results/tables {params.heldout} {params.plots} 2> {log}"
+
+
+# What each model cost beside its scores: a few timed forward passes per model (rerun only when
+# its model or these settings change), then the table and plot summed from the jobs' records.
+SPEED_MODELS = cost_plan.speed_models(STUDY)
+COST = expand(f"{paths.TABLES}/cost.{{ext}}", ext=["csv", "md", "tex", "png"])
+
+
+rule inference_speed_settings:
+    output:
+        paths.SPEED_SETTINGS,
+    log:
+        "results/logs/inference_speed_settings.log",
+    params:
+        settings=cost_plan.speed_settings(STUDY),
+    run:
+        write_settings(output[0], params.settings)
+
+
+rule inference_speed:
+    input:
+        settings=paths.SPEED_SETTINGS,
+        model=lambda wildcards: model_marker(wildcards.model),
+    output:
+        speed=paths.SPEED,
+        provenance=f"{paths.SPEED}.provenance.json",
+    log:
+        "results/logs/inference_speed/{model}.log",
+    benchmark:
+        "results/benchmarks/inference_speed/{model}.tsv"
+    wildcard_constraints:
+        model=_names(SPEED_MODELS),
+    conda:
+        CONDA_ENV_GPU
+    threads: job_threads("inference_speed")
+    resources:
+        **job_resources("inference_speed"),
+    params:
+        model=lambda wildcards: model_dir(wildcards.model),
+    shell:
+        "python -m workflow_scripts.preload workflow_scripts.report.inference_speed"
+        " --settings {input.settings} --model {params.model} --out {output.speed} 2> {log}"
+
+
+rule cost_settings:
+    output:
+        paths.COST_SETTINGS,
+    log:
+        "results/logs/cost_settings.log",
+    params:
+        settings=cost_plan.cost_settings(STUDY, WORKFLOW_ROOT),
+    run:
+        write_settings(output[0], params.settings)
+
+
+rule cost:
+    input:
+        settings=paths.COST_SETTINGS,
+        speed=expand(paths.SPEED, model=SPEED_MODELS),
+        models=[
+            f"{plan.model_dir(STUDY, m)}/provenance.json"
+            for m in PRETRAINED + DISTILLED
+        ],
+        runs=[
+            f"{plan.run_dir(*run)}/provenance.json"
+            for run in plan.finetune_runs(STUDY)
+        ],
+        scores=[f"{paths.TABLES}/groups.csv", f"{paths.TABLES}/blurb.csv"],
+        reported=workflow.source_path("../resources/reference/pretraining_compute.csv"),
+    output:
+        f"{paths.TABLES}/cost.csv",
+        report(
+            f"{paths.TABLES}/cost.md",
+            caption=f"{CAPTIONS}/cost.rst",
+            category="Tables",
+        ),
+        f"{paths.TABLES}/cost.tex",
+        report(
+            f"{paths.TABLES}/cost.png",
+            caption=f"{CAPTIONS}/cost_plot.rst",
+            category="Plots",
+        ),
+        provenance="results/tables/cost.provenance.json",
+    log:
+        "results/logs/cost.log",
+    conda:
+        CONDA_ENV
+    shell:
+        "python -m workflow_scripts.report.cost --settings {input.settings}"
+        " --out results/tables 2> {log}"

@@ -26,6 +26,7 @@ RUN = f"{RESULTS}/finetune/{{model}}/{{task}}/fold~{{fold}}/seed~{{seed}}"
 # pretraining, distillation and fine-tuning have paths and jobs of their own.
 PRETRAIN_SEED = "{model}/pseed~{seed}"
 TABLES = f"{RESULTS}/tables"
+SPEED = f"{RESULTS}/speed/{{model}}.json"  # a model's inference throughput
 
 # The resolved settings each step reads, written by the settings rules.
 PARSE_SETTINGS = f"{RESULTS}/configs/parse/{{corpus}}.yaml"
@@ -36,4 +37,6 @@ TASK_SETTINGS = f"{RESULTS}/configs/tasks/{{task}}.yaml"
 FINETUNE_SETTINGS = f"{RESULTS}/configs/finetune/{{model}}/{{task}}.yaml"
 BASELINE_SETTINGS = f"{RESULTS}/configs/baseline/{{model}}/{{task}}.yaml"
 REPORT_SETTINGS = f"{RESULTS}/configs/report.yaml"
+SPEED_SETTINGS = f"{RESULTS}/configs/inference_speed.yaml"
+COST_SETTINGS = f"{RESULTS}/configs/cost.yaml"
 TASK_REPORT_SETTINGS = f"{RESULTS}/configs/report/task~{{task}}.yaml"

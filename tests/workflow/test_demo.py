@@ -18,7 +18,7 @@ from workflow_scripts.report.findings import Finding, unsupported
 pytestmark = pytest.mark.slow
 
 # Study-wide tables and their settings: rerun whenever a run or a model is added.
-AGGREGATES = {"report_settings", "tables", "plots", "heldout_table", "findings", "all"}
+AGGREGATES = {"report_settings", "tables", "plots", "heldout_table", "findings", "cost_settings", "cost", "all"}
 
 
 @pytest.fixture(scope="module")
@@ -168,6 +168,32 @@ def test_distilled_student_beats_its_train_longer_control(demo_run):
     assert student["gain_over_control"] > 0.01
 
 
+def test_cost_table_sums_the_records_and_the_plot_draws_the_frontier(demo_run):
+    cfg = _study(demo_run)
+    tables = demo_run / "results" / "tables"
+    cost = pd.read_csv(tables / "cost.csv", index_col="model")
+    assert set(cost.index) == set(cfg["models"])
+    tiny = cfg["models"]["demo-roberta"]["pretrain"]
+    assert cost.loc["demo-roberta", "tokens"] == tiny["max_steps"] * tiny["batch_size"] * 64
+    # a decay branch counts only its own steps past the branch; with upstream it adds its parent's share
+    branch = cfg["models"]["demo-modernbert-m3"]
+    assert cost.loc["demo-modernbert-m3", "tokens"] == (1000 - branch["branch"]["step"]) * tiny["batch_size"] * 64
+    assert len(str(cost.loc["demo-modernbert", "tokens_per_phase"]).split(";")) == 2
+    trained = [m for m, e in cfg["models"].items() if e["kind"] in ("pretrain", "distill")]
+    assert (cost.loc[trained, "train_flops"] > 0).all() and (cost.loc[trained, "train_device"] == "1 x cpu").all()
+    assert (cost.loc[trained, "pretrain_device_hours_with_upstream"] >= cost.loc[trained, "train_device_hours"]).all()
+    models = [m for m, e in cfg["models"].items() if e["kind"] != "baseline"]
+    assert (cost.loc[models, "sequences_per_s_at_64"] > 0).all() and (cost.loc[models, "parameters"] > 0).all()
+    assert (cost.loc[models, "inference_precision"] == "fp32").all()
+    assert cost.loc["demo-roberta-m3", "restricted"] and not cost.loc["demo-roberta", "restricted"]
+    md = (tables / "cost.md").read_text()
+    assert "| RoBERTa-tiny PM+M3† |" in md and "All mean against pretraining device-hours" in md
+    assert "the Pareto frontier holds" in md and (tables / "cost.png").stat().st_size > 10_000
+    sources = json.loads((tables / "cost.provenance.json").read_text())["sources"]
+    assert sources["demo-roberta"]["training"][0] == "results/pretrain/demo-roberta/provenance.json"
+    assert len(sources["demo-roberta"]["finetune"]) == sum(_task_seeds(cfg).values())
+
+
 def test_second_run_does_nothing(demo_run):
     result = run_demo(demo_run)
     assert result.returncode == 0, result.stderr[-3000:]
@@ -207,6 +233,7 @@ def test_adding_a_model_and_a_task_to_the_finished_study_runs_only_their_jobs(de
         "finetune": sum(seeds.values()) + (models - 2) * seeds["demo-ner-2"],
         "baseline_settings": 1,  # the new task's no-training baseline
         "baseline": seeds["demo-ner-2"],
+        "inference_speed": 1,  # the new student's throughput
         # a new NER task's entity words enter every vocabulary's fragmentation figures
         "vocab_diagnostics": len(cfg["vocabularies"]),
     }

@@ -43,6 +43,8 @@ def write_study(root: Path, models: bool = True, tasks: bool = True, checkpoint:
         "tasks": {"my-ner": ner} if tasks else {},
         "seeds": [1],
         "finetune": {"num_threads": 2},
+        # one short pass: the default (32 sequences of 128 and 512 tokens, 12 passes) is sized for a GPU
+        "inference_speed": {"lengths": [32], "batch_size": 4, "warmup": 0, "batches": 1, "num_threads": 1},
     }
     (study / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     return study
@@ -72,6 +74,11 @@ def test_one_external_checkpoint_on_one_local_task_runs_the_default_target(tmp_p
     assert {"entity_f1", "entity_f1_strict"} <= set(metrics["test"]) and metrics["steps"] == 6
     assert float(row["value"]) == pytest.approx(100 * metrics["test"]["entity_f1"], abs=1e-3)
     assert (tables / "scores.png").is_file()
+    # the external checkpoint's cost row: its parameters and throughput measured, no compute on file
+    with open(tables / "cost.csv", newline="", encoding="utf-8") as fh:
+        (cost,) = list(csv.DictReader(fh))
+    assert int(cost["parameters"]) > 20_000_000 and float(cost["sequences_per_s_at_32"]) > 0
+    assert cost["reported_compute"] == "not on file" and cost["train_device_hours"] == ""
     # nothing of corpora, vocabularies or pretraining was planned
     assert not (tables / "corpora.csv").exists() and not (tables / "heldout_mlm.csv").exists()
     again = run_demo(study, "-n")

@@ -52,6 +52,9 @@ def test_dry_run_shows_every_stage_and_job():
     long_docs = {study.run_finetune(m, "mimic-iii-50").max_length for m in evaluated_models(study)}
     assert long_docs == {8192} and study.resolved_tasks["mimic-iii-50"].finetune.chunking
     assert jobs["tables"] == 1 and jobs["plots"] == 1
+    # one inference speed job per model with a checkpoint, one cost table over them all
+    assert jobs["inference_speed"] == len(kinds) - kinds.count("baseline")
+    assert jobs["cost"] == 1
     # every public checkpoint is fetched once, at its commit; the one still unpinned is named
     hub = [m for m, e in study.models.items() if isinstance(e.checkpoint, HubCheckpoint)]
     assert jobs["download_model"] == len(hub) == 16

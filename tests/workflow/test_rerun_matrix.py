@@ -26,8 +26,10 @@ from workflow_scripts import paths
 from workflow_scripts.config import plan
 from workflow_scripts.config.validate import load_config
 
-REPORT = {"report_settings": 1, "tables": 1, "plots": 1, "findings": 1, "all": 1}
-TABLES = {"tables": 1, "plots": 1, "findings": 1, "all": 1}
+REPORT = {"report_settings": 1, "tables": 1, "plots": 1, "findings": 1, "cost": 1, "all": 1}
+TABLES = {"tables": 1, "plots": 1, "findings": 1, "cost": 1, "all": 1}
+# a model list or run list changed: the cost table's settings name other records
+COST = {"cost_settings": 1}
 MODELS = 3  # the teacher, its student and its decay branch, each fine-tuned on every task
 
 
@@ -111,6 +113,7 @@ CORPUS_DOWNSTREAM = {
     "pretrain": 2,
     "distill": 1,
     "heldout_table": 1,
+    "inference_speed": MODELS,
     "finetune": 2 * MODELS,
     "corpus_table": 1,
     **TABLES,
@@ -129,10 +132,14 @@ MATRIX: list[tuple[str, Callable[[dict], None], dict[str, int]]] = [
     ("the aggregation statistic", _set("aggregation.statistic", "mean"), REPORT),
     ("the findings' level (report.alpha)", _set("report.alpha", 0.01), REPORT),
     ("the correction for many comparisons", _set("report.correction", "bonferroni"), REPORT),
-    ("a model's display label (tables and plot legends)", _set("models.tiny.display", "Tiny (renamed)"), REPORT),
+    (
+        "a model's display label (tables and plot legends)",
+        _set("models.tiny.display", "Tiny (renamed)"),
+        {**REPORT, **COST},
+    ),
     ("a task's learning rate", _set("tasks.demo-re.finetune.lr", 5.0e-4), {**_runs(MODELS), **TABLES}),
     ("a task's epochs", _set("tasks.demo-re.finetune.epochs", 2), {**_runs(MODELS), **TABLES}),
-    ("a task's seeds", _set("tasks.demo-re.seeds", [1, 2]), {"finetune": MODELS, **REPORT}),
+    ("a task's seeds", _set("tasks.demo-re.seeds", [1, 2]), {"finetune": MODELS, **REPORT, **COST}),
     (
         "a corpus filter (min_words)",
         _set("corpora.pubmed.clean.min_words", 25),
@@ -146,12 +153,20 @@ MATRIX: list[tuple[str, Callable[[dict], None], dict[str, int]]] = [
     (
         "a model's pretraining lr",
         _set("models.tiny.pretrain.lr", 1.0e-3),
-        {"model_settings": 2, "pretrain": 2, "distill": 1, "heldout_table": 1, "finetune": 2 * MODELS, **TABLES},
+        {
+            "model_settings": 2,
+            "pretrain": 2,
+            "distill": 1,
+            "heldout_table": 1,
+            "inference_speed": MODELS,
+            "finetune": 2 * MODELS,
+            **TABLES,
+        },
     ),
     (
         "a decay branch's decay (decay_shape)",
         _set("models.tiny-decay.pretrain.decay_shape", "cosine"),
-        {"model_settings": 1, "pretrain": 1, "finetune": 2, "heldout_table": 1, **TABLES},
+        {"model_settings": 1, "pretrain": 1, "inference_speed": 1, "finetune": 2, "heldout_table": 1, **TABLES},
     ),
     (
         "changing a model's packing reruns only the packing and what trains on it",
@@ -164,22 +179,39 @@ MATRIX: list[tuple[str, Callable[[dict], None], dict[str, int]]] = [
             "pretrain": 2,
             "distill": 1,
             "heldout_table": 1,
+            "inference_speed": MODELS,
             "finetune": 2 * MODELS,
             **TABLES,
         },
     ),
-    ("adding a model", _add_model, {"model_settings": 1, "pretrain": 1, "heldout_table": 1, **_runs(2), **REPORT}),
+    (
+        "adding a model",
+        _add_model,
+        {"model_settings": 1, "pretrain": 1, "heldout_table": 1, "inference_speed": 1, **_runs(2), **REPORT, **COST},
+    ),
     (
         "giving a model pretraining seeds: one model per seed, each with its runs",
         _set("models.tiny-decay.pretrain_seeds", [42, 7]),
-        {"model_settings": 2, "pretrain": 2, "heldout_table": 1, **_runs(4), **REPORT},
+        {
+            "model_settings": 2,
+            "pretrain": 2,
+            "heldout_table": 1,
+            "inference_speed": 2,
+            **_runs(4),
+            **REPORT,
+            **COST,
+        },
     ),
-    ("adding a no-pretraining control", _add_control, {"model_settings": 1, "control": 1, **_runs(2), **REPORT}),
-    ("adding the no-training baseline", _add_baseline, {"baseline_settings": 2, "baseline": 2, **REPORT}),
+    (
+        "adding a no-pretraining control",
+        _add_control,
+        {"model_settings": 1, "control": 1, "inference_speed": 1, **_runs(2), **REPORT, **COST},
+    ),
+    ("adding the no-training baseline", _add_baseline, {"baseline_settings": 2, "baseline": 2, **REPORT, **COST}),
     (
         "adding a task",
         _add_task,
-        {"download_task_file": 3, "task_settings": 1, "prepare_task": 1, **_runs(MODELS), **REPORT},
+        {"download_task_file": 3, "task_settings": 1, "prepare_task": 1, **_runs(MODELS), **REPORT, **COST},
     ),
     ("a job size in resources:", _set("resources.finetune", {"mem_mb": 3000, "runtime": 45, "threads": 2}), {}),
     ("the CPU numerics pins", _set("numerics", {"cpu": "avx2", "deterministic": True}), {}),
@@ -270,7 +302,14 @@ def test_renaming_mednli_in_the_full_study_reruns_only_the_reports_settings(tmp_
 # README's "Recomputing an output": what deleting, --forcerun and targets really do
 RUN = "results/finetune/tiny/demo-ner/fold~0/seed~1/metrics.json"
 WEIGHTS = "results/pretrain/tiny/model.safetensors"
-FORCED_MODEL = {"pretrain": 2, "distill": 1, "finetune": 2 * MODELS, "heldout_table": 1, **TABLES}
+FORCED_MODEL = {
+    "pretrain": 2,
+    "distill": 1,
+    "inference_speed": MODELS,
+    "finetune": 2 * MODELS,
+    "heldout_table": 1,
+    **TABLES,
+}
 
 
 @pytest.mark.parametrize("path", [RUN, WEIGHTS, "results/pretrain/tiny/config.json"])

@@ -28,6 +28,7 @@ SIZED_RULES = (
     "pretrain",
     "distill",
     "finetune",
+    "inference_speed",
 )
 MODEL_RULES = ("pretrain", "distill")
 

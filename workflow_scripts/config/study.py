@@ -18,6 +18,7 @@ from ..errors import PipelineError
 from ..finetune.settings import FinetuneSettings
 from ..numerics import Numerics
 from ..pretrain.settings import PretrainSettings
+from ..report.cost_settings import SpeedSettings
 from ..report.settings import Aggregation, Published, Significance
 from ..tasks import registry
 from ..tasks.spec import TaskSpec
@@ -233,6 +234,10 @@ class Study:
         default_factory=Significance,
     )
     reference: Reference = _help("Published results shown beside ours.", default_factory=Reference)
+    inference_speed: SpeedSettings = _help(
+        "How each model's inference throughput is measured for the cost table (bf16 on a GPU, fp32 on the CPU).",
+        default_factory=SpeedSettings,
+    )
     numerics: Numerics = _help(
         "Which kernels every job's arithmetic runs on: reproducible across CPUs or GPUs where asked.",
         default_factory=Numerics,

@@ -1,0 +1,101 @@
+"""Score per cost: the Pareto frontier of models on a score against a cost, its plot and its sentence.
+
+A model is on the frontier when no other model is at least as good on both axes and better on one.
+Controls are drawn beside the models, in grey, and never on the frontier (as in every other figure).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from ..atomic import atomic_file  # noqa: E402
+from .render import number  # noqa: E402
+
+
+@dataclass
+class Point:
+    name: str  # the label drawn (display name, with its restricted mark)
+    cost: float
+    score: float
+    control: bool = False
+
+
+@dataclass
+class Panel:
+    score: str  # "All mean", "BLURB score"
+    cost: str  # axis label
+    lower_is_better: bool  # device-hours: fewer is better; throughput: more is better
+    points: list[Point]
+
+    @property
+    def title(self) -> str:
+        return f"{self.score} against {self.cost}"
+
+
+def frontier(points: list[Point], lower_is_better: bool) -> list[Point]:
+    """The non-control points no other non-control point dominates, by cost (best first)."""
+    sign = 1.0 if lower_is_better else -1.0
+    models = [p for p in points if not p.control]
+
+    def dominates(a: Point, b: Point) -> bool:
+        cheaper, better = sign * a.cost <= sign * b.cost, a.score >= b.score
+        return cheaper and better and (sign * a.cost < sign * b.cost or a.score > b.score)
+
+    front = [p for p in models if not any(dominates(q, p) for q in models if q is not p)]
+    return sorted(front, key=lambda p: (sign * p.cost, -p.score))
+
+
+def sentence(panel: Panel) -> str:
+    """One findings sentence naming the models on the panel's frontier."""
+    front = frontier(panel.points, panel.lower_is_better)
+    if not front:
+        return f"{panel.title}: no model has both figures, so there is no frontier."
+    names = ", ".join(f"{p.name} ({number(p.score)} at {p.cost:.3g})" for p in front)
+    rest = len([p for p in panel.points if not p.control]) - len(front)
+    others = f"; {rest} other{'s are' if rest > 1 else ' is'} dominated" if rest else ""
+    return f"{panel.title}: the Pareto frontier holds {names}{others}."
+
+
+def _draw(ax, panel: Panel) -> None:
+    for i, p in enumerate(panel.points):
+        colour = "0.5" if p.control else f"C{i % 10}"
+        ax.scatter([p.cost], [p.score], edgecolors=colour, facecolors="none" if p.control else colour, zorder=3)
+        ax.annotate(p.name, (p.cost, p.score), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    front = frontier(panel.points, panel.lower_is_better)
+    if front:
+        ax.plot([p.cost for p in front], [p.score for p in front], "k--", linewidth=1, label="Pareto frontier")
+        ax.legend(fontsize=7, loc="lower right")
+    costs = [p.cost for p in panel.points]
+    if costs and min(costs) > 0 and max(costs) / min(costs) > 100:
+        ax.set_xscale("log")
+    ax.set_xlabel(panel.cost)
+    ax.set_ylabel(panel.score)
+    ax.set_title(panel.title, fontsize=9)
+
+
+def plot(panels: list[Panel], path: Path, title: str) -> Path:
+    """One panel per score and cost; a panel without points says so."""
+    cols = 2
+    rows = max(1, -(-len(panels) // cols))
+    fig, axes = plt.subplots(rows, cols, figsize=(5.5 * cols, 4.2 * rows), squeeze=False)
+    for ax, panel in zip(axes.flat, panels, strict=False):
+        if panel.points:
+            _draw(ax, panel)
+        else:
+            ax.axis("off")
+            ax.set_title(panel.title, fontsize=9)
+            ax.text(0.5, 0.5, "no model has both figures", ha="center", va="center", transform=ax.transAxes)
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.axis("off")
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    with atomic_file(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
+    plt.close(fig)
+    return path
