@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from workflow_scripts.config import plan, step_settings
+from workflow_scripts.config.pretrain_seeds import instance
 from workflow_scripts.config.restricted import restricted
 from workflow_scripts.config.study import load_study
 from workflow_scripts.report import plots, tables
@@ -40,12 +41,15 @@ def test_marks_are_derived_from_the_graph(study):
     marks = restricted(study)
     assert marks.corpora == {"mimic"}
     assert marks.vocabularies == {"clin-voc"}
+    seeds = study.seeded["demo-roberta-m3"]  # one model per pretraining seed, and the student follows them
     assert marks.models == {
-        "demo-roberta-m3",
+        "demo-roberta-m3",  # the name its pooled rows and plot labels carry
+        *seeds,
         "demo-roberta-m3-docs",
         "demo-modernbert-m3",
         "clin-voc-pm",
         "m3-student",
+        *(seed.replace("demo-roberta-m3", "m3-student") for seed in seeds),
     }
     credentialed = {"demo-nli"}
     assert marks.tasks == credentialed
@@ -63,14 +67,15 @@ def _texts(fig) -> list[str]:
 def test_tables_and_plots_mark_every_cell_and_label_from_mimic(study, tmp_path, monkeypatch):
     settings = step_settings.report_settings(study, str(ROOT))
     for r in settings["runs"]:
-        fs = step_settings.finetune_settings(study, r["model"], r["task"])
+        model = instance(r["model"], r["pretrain_seed"]) if r["pretrain_seed"] is not None else r["model"]
+        fs = step_settings.finetune_settings(study, model, r["task"])
         path = tmp_path / r["metrics"]
         path.parent.mkdir(parents=True, exist_ok=True)
         score = 0.5 + 0.01 * r["seed"]
         path.write_text(
             json.dumps(
                 {  # as workflow_scripts.finetune.finetune writes it
-                    "model": r["model"],
+                    "model": model,
                     "task": r["task"],
                     "fold": r["fold"],
                     "seed": r["seed"],

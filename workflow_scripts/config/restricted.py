@@ -43,4 +43,6 @@ def restricted(study: Study) -> Restricted:
     for name in study.models:
         if visit(name, ()):
             models.add(name)
+    # a model trained once per pretraining seed is reported under its own name, its seeds pooled
+    models |= {name for name, seeds in study.seeded.items() if models.intersection(seeds)}
     return Restricted(corpora, vocabs, frozenset(models), tasks)
