@@ -173,9 +173,11 @@ def test_the_demo_studys_cost_settings_name_each_models_records_and_upstream():
     settings = cost_settings(load_config(cfg, root / "schemas" / "config.schema.yaml"), "..")["models"]
     assert settings["demo-modernbert-m3"]["upstream"] == {"demo-modernbert": 800}
     assert settings["demo-student"]["upstream"] == {"demo-roberta": None}
-    assert (
-        settings["demo-roberta-m3"]["upstream"] == {"demo-roberta": None} and settings["demo-roberta-m3"]["restricted"]
-    )
+    for seed in (42, 43):  # a row per pretraining seed, named so, plotted at the model's pooled score
+        m3 = settings[f"demo-roberta-m3/pseed~{seed}"]
+        assert m3["upstream"] == {"demo-roberta": None} and m3["restricted"]
+        assert m3["display"] == f"RoBERTa-tiny PM+M3 (pretraining seed {seed})" and m3["scored_as"] == "demo-roberta-m3"
+    assert settings["demo-roberta"]["scored_as"] == "demo-roberta"
     # a control copies only its init's shape; the baseline has no checkpoint to time
     assert settings["demo-control"]["upstream"] == {} and settings["demo-control"]["training"] is None
     assert settings["demo-baseline"]["speed"] is None

@@ -172,22 +172,24 @@ def test_cost_table_sums_the_records_and_the_plot_draws_the_frontier(demo_run):
     cfg = _study(demo_run)
     tables = demo_run / "results" / "tables"
     cost = pd.read_csv(tables / "cost.csv", index_col="model")
-    assert set(cost.index) == set(cfg["models"])
+    study = _loaded(cfg)
+    assert set(cost.index) == set(study.models)  # a row per pretraining seed: each seed is trained, and costs
+    seeds = study.seeded["demo-roberta-m3"]
     tiny = cfg["models"]["demo-roberta"]["pretrain"]
     assert cost.loc["demo-roberta", "tokens"] == tiny["max_steps"] * tiny["batch_size"] * 64
     # a decay branch counts only its own steps past the branch; with upstream it adds its parent's share
     branch = cfg["models"]["demo-modernbert-m3"]
     assert cost.loc["demo-modernbert-m3", "tokens"] == (1000 - branch["branch"]["step"]) * tiny["batch_size"] * 64
     assert len(str(cost.loc["demo-modernbert", "tokens_per_phase"]).split(";")) == 2
-    trained = [m for m, e in cfg["models"].items() if e["kind"] in ("pretrain", "distill")]
+    trained = [m for m, e in study.models.items() if e.kind in ("pretrain", "distill")]
     assert (cost.loc[trained, "train_flops"] > 0).all() and (cost.loc[trained, "train_device"] == "1 x cpu").all()
     assert (cost.loc[trained, "pretrain_device_hours_with_upstream"] >= cost.loc[trained, "train_device_hours"]).all()
-    models = [m for m, e in cfg["models"].items() if e["kind"] != "baseline"]
+    models = [m for m, e in study.models.items() if e.kind != "baseline"]
     assert (cost.loc[models, "sequences_per_s_at_64"] > 0).all() and (cost.loc[models, "parameters"] > 0).all()
     assert (cost.loc[models, "inference_precision"] == "fp32").all()
-    assert cost.loc["demo-roberta-m3", "restricted"] and not cost.loc["demo-roberta", "restricted"]
+    assert cost.loc[seeds, "restricted"].all() and not cost.loc["demo-roberta", "restricted"]
     md = (tables / "cost.md").read_text()
-    assert "| RoBERTa-tiny PM+M3† |" in md and "All mean against pretraining device-hours" in md
+    assert "| RoBERTa-tiny PM+M3 (pretraining seed 43)† |" in md and "All mean against pretraining device-hours" in md
     assert "the Pareto frontier holds" in md and (tables / "cost.png").stat().st_size > 10_000
     sources = json.loads((tables / "cost.provenance.json").read_text())["sources"]
     assert sources["demo-roberta"]["training"][0] == "results/pretrain/demo-roberta/provenance.json"

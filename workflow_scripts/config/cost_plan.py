@@ -34,6 +34,13 @@ def _upstream(study: Study, name: str) -> dict[str, int | None]:
     return {p: step for p, step in parents.items() if study.models[p].kind in ("pretrain", "distill")}
 
 
+def _display(study: Study, name: str) -> str:
+    """The model's display name; one pretraining seed of a seeded model says which."""
+    base, seed = study.seed_of.get(name, (name, None))
+    display = study.models[name].display or base
+    return display if seed is None else f"{display} (pretraining seed {seed})"
+
+
 def cost_settings(study: Study, workflow_root: str) -> dict[str, Any]:
     marks = restricted_marks(study)
     runs: dict[str, list[str]] = {}
@@ -42,7 +49,8 @@ def cost_settings(study: Study, workflow_root: str) -> dict[str, Any]:
     speed = set(speed_models(study))
     models = {
         name: {
-            "display": m.display or name,
+            "display": _display(study, name),
+            "scored_as": study.seed_of.get(name, (name, None))[0],
             "kind": m.kind,
             "restricted": name in marks.models,
             "training": f"{model_dir(study, name)}/provenance.json" if m.kind in ("pretrain", "distill") else None,

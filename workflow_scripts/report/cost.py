@@ -99,13 +99,14 @@ def build_rows(settings: CostSettings, root: Path) -> list[Row]:
         t = trainings[name]
         speed = read_speed(root / m.speed) if m.speed else None
         restricted = m.restricted or bool(t and provenance.load(t.record).get("restricted"))
-        restricted = restricted or any(s.get(name, (0.0, False))[1] for s in scores.values())
+        scored = m.scored_as or name  # a pretraining seed is plotted at its model's pooled score
+        restricted = restricted or any(s.get(scored, (0.0, False))[1] for s in scores.values())
         row = Row(name, marked(m.display, restricted), m.kind, restricted, t, speed=speed)
         row.upstream_hours = upstream_hours(settings, trainings, name)
         row.usage = read_usage([root / r for r in m.runs])
         if m.kind == "external":
             row.reported = reported.get(m.checkpoint or "", ("not on file", f"add it to {settings.reported_compute}"))
-        row.scores = {label: s[name][0] for label, s in scores.items() if name in s}
+        row.scores = {label: s[scored][0] for label, s in scores.items() if scored in s}
         rows.append(row)
     return rows
 

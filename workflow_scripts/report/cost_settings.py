@@ -38,6 +38,10 @@ class CostModel:
     display: str = help_field("Name shown in the table and the plot.")
     kind: Literal["pretrain", "distill", "external", "control", "baseline"] = help_field("How it was obtained.")
     restricted: bool = help_field("Derived from credentialed data: its row is marked.", default=False)
+    scored_as: str | None = help_field(
+        "The name its scores are tabled under: a seeded model's, for each of its pretraining seeds (null: its own).",
+        default=None,
+    )
     training: str | None = help_field(
         "provenance.json of its pretraining or distillation run here (with train_log.jsonl beside it), or null.",
         default=None,
