@@ -36,7 +36,7 @@ def _upstream(study: Study, name: str) -> dict[str, int | None]:
 
 def _display(study: Study, name: str) -> str:
     """The model's display name; one pretraining seed of a seeded model says which."""
-    base, seed = study.seed_of.get(name, (name, None))
+    base, seed = study.model_and_seed(name)
     display = study.models[name].display or base
     return display if seed is None else f"{display} (pretraining seed {seed})"
 
@@ -50,7 +50,7 @@ def cost_settings(study: Study, workflow_root: str) -> dict[str, Any]:
     models = {
         name: {
             "display": _display(study, name),
-            "scored_as": study.seed_of.get(name, (name, None))[0],
+            "scored_as": study.model_and_seed(name)[0],
             "kind": m.kind,
             "restricted": name in marks.models,
             "training": f"{model_dir(study, name)}/provenance.json" if m.kind in ("pretrain", "distill") else None,

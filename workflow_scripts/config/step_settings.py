@@ -80,8 +80,15 @@ def _pretrain_logs(study: Study) -> dict[str, str]:
     logs: dict[str, str] = {}
     for name, m in study.models.items():
         if m.kind in ("pretrain", "distill"):
-            logs.setdefault(study.seed_of.get(name, (name, None))[0], f"{model_dir(study, name)}/train_log.jsonl")
+            logs.setdefault(study.model_and_seed(name)[0], f"{model_dir(study, name)}/train_log.jsonl")
     return logs
+
+
+def _report_run(study: Study, name: str, task: str, fold: int, seed: int) -> dict[str, Any]:
+    """One fine-tuning run as the tables read it: under its model's name, with its pretraining seed."""
+    model, pseed = study.model_and_seed(name)
+    metrics = f"{run_dir(name, task, fold, seed)}/metrics.json"
+    return {"model": model, "pretrain_seed": pseed, "task": task, "fold": fold, "seed": seed, "metrics": metrics}
 
 
 def report_settings(study: Study, workflow_root: str) -> dict[str, Any]:
@@ -91,7 +98,7 @@ def report_settings(study: Study, workflow_root: str) -> dict[str, Any]:
     marks = restricted_marks(study)
     models: dict[str, dict[str, Any]] = {}
     for name, m in study.models.items():
-        model, seed = study.seed_of.get(name, (name, None))
+        model, seed = study.model_and_seed(name)
         if not m.evaluate:
             continue
         entry = models.setdefault(
@@ -122,17 +129,7 @@ def report_settings(study: Study, workflow_root: str) -> dict[str, Any]:
         }
         for name, rt in study.resolved_tasks.items()
     }
-    runs = [
-        {
-            "model": study.seed_of.get(m, (m, None))[0],
-            "pretrain_seed": study.seed_of.get(m, (m, None))[1],
-            "task": t,
-            "fold": f,
-            "seed": s,
-            "metrics": f"{run_dir(m, t, f, s)}/metrics.json",
-        }
-        for m, t, f, s in finetune_runs(study)
-    ]
+    runs = [_report_run(study, *run) for run in finetune_runs(study)]
     data = {
         "models": models,
         "tasks": tasks,

@@ -254,6 +254,10 @@ class Study:
     seeded: dict[str, list[str]] = field(default_factory=dict, init=False, repr=False)
     seed_of: dict[str, tuple[str, int]] = field(default_factory=dict, init=False, repr=False)
 
+    def model_and_seed(self, name: str) -> tuple[str, int | None]:
+        """The model a trained model belongs to, and its pretraining seed (None: a model trained once)."""
+        return self.seed_of.get(name, (name, None))
+
     def job_resources(self, rule: str, model: str | None = None) -> JobResources:
         """A job's size: the model's own resources, else the rule's, else the defaults."""
         own = self.models[model].resources if model is not None else None
