@@ -11,6 +11,7 @@ from workflow_scripts import (
     numerics,
     paths,
     preload,
+    shellcmd_once,
     workdir_lock,
 )
 from workflow_scripts.config import (
@@ -40,6 +41,8 @@ if workflow.is_main_process:
 group_check.install()
 # Parameters of input functions, params and resources read once per function, not per job.
 function_params.install()
+# Each job's shell command formatted once for its record, not three times.
+shellcmd_once.install()
 
 try:
     STUDY = load_config(config, workflow.source_path("../schemas/config.schema.yaml"))
