@@ -31,9 +31,8 @@ WORKER = r"""
 import json, os, sys, time
 from workflow_scripts.preload import preloads
 preloads()
-for model_dir, settings, task, seed, out in json.loads(sys.argv[1]):
-    argv = ["--settings", settings, "--model", model_dir, "--task-dir", task, "--fold", "0", "--seed", seed,
-            "--out", out, "--cache-dir", "results/cache/finetune"]
+for argv, out in json.loads(sys.argv[1]):
+    argv = [*argv, "--out", out]
     wall, before = time.perf_counter(), os.times()
     pid = os.fork()
     if pid == 0:
@@ -50,22 +49,21 @@ for model_dir, settings, task, seed, out in json.loads(sys.argv[1]):
 """
 
 
-def runs(demo: Path, model: str) -> list[tuple[str, str, str]]:
-    """(model directory, task, seed) of the model's fold-0 runs in the finished demo."""
+def runs(demo: Path, model: str) -> list[tuple[Path, list[str]]]:
+    """Each fold-0 run of ``model`` (a directory under results/finetune, e.g. ``demo-roberta`` or
+    ``demo-roberta-m3/pseed~42``) in the finished demo: its directory and its command's arguments
+    (from its provenance), less ``--out``."""
     found = []
     for path in sorted((demo / "results/finetune" / model).glob("*/fold~0/seed~*/metrics.json")):
-        provenance = json.loads((path.parent / "provenance.json").read_text())
-        args = provenance["command"].split()
-        task = path.parts[-4]
-        found.append((args[args.index("--model") + 1], task, path.parent.name.split("~")[1]))
+        args = json.loads((path.parent / "provenance.json").read_text())["command"].split()
+        args = args[args.index("--settings") :]
+        k = args.index("--out")
+        found.append((path.parent, args[:k] + args[k + 2 :]))
     return found
 
 
-def run_pass(tree: Path, demo: Path, model: str, jobs, out_root: Path) -> list[dict]:
-    spec = [
-        (m, f"results/configs/finetune/{model}/{task}.yaml", f"results/tasks/{task}", seed, str(out_root / task / seed))
-        for m, task, seed in jobs
-    ]
+def run_pass(tree: Path, demo: Path, jobs, out_root: Path) -> list[dict]:
+    spec = [(argv, str(out_root / str(i))) for i, (_, argv) in enumerate(jobs)]
     env = {**os.environ, **PINS, "PYTHONPATH": str(tree.resolve())}
     proc = subprocess.run(
         [sys.executable, "-c", WORKER, json.dumps(spec)],
@@ -116,15 +114,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for p, label in enumerate(order):
             out_root = Path(tmp) / f"{p}-{label}"
-            records = run_pass(Path(trees[label]), args.demo, args.model, jobs, out_root)
-            for (_, task, seed), record in zip(jobs, records, strict=True):
-                record.update(task=task, seed=seed, pass_=p)
-                finished = args.demo / "results/finetune" / args.model / task / "fold~0" / f"seed~{seed}"
+            records = run_pass(Path(trees[label]), args.demo, jobs, out_root)
+            for (finished, _), record in zip(jobs, records, strict=True):
+                record.update(task=finished.parts[-3], seed=finished.name.split("~")[1], pass_=p)
                 identical[label] &= record["status"] == 0 and same_as_demo(Path(record["out"]), finished)
                 del record["out"]
             by_tree[label] += records
             print(f"pass {p} {label}: {summary(records)}", flush=True)
-    tasks = sorted({task for _, task, _ in jobs})
+    tasks = sorted({finished.parts[-3] for finished, _ in jobs})
     result = {
         "model": args.model,
         "cpu": cpu_name(),
