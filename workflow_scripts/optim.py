@@ -147,8 +147,9 @@ def updater(
     """The whole recipe for training ``module`` (on ``device``) for ``total_steps`` updates: AdamW
     over :func:`decay_groups` or the given ``groups`` (fused on CUDA), ``curve`` (scaling
     each group's own lr), the fp16 loss scaler."""
+    fused = device.type == "cuda"
     optimizer = torch.optim.AdamW(
-        groups or decay_groups(module, weight_decay), lr=lr, betas=tuple(betas), eps=eps, fused=device.type == "cuda"
+        groups or decay_groups(module, weight_decay), lr=lr, betas=tuple(betas), eps=eps, fused=fused, foreach=not fused
     )
     scaler = torch.amp.GradScaler("cuda", enabled=amp_dtype(device, precision) == torch.float16)
     return Updater(optimizer, schedule(optimizer, total_steps, warmup_ratio, curve), scaler)

@@ -165,3 +165,40 @@ def test_length_grouped_batches_cover_each_example_once_with_little_padding():
     assert batch["input_ids"].tolist() == [[5, 6, 7], [5, 7, 0]]
     assert batch["attention_mask"].tolist() == [[1, 1, 1], [1, 1, 0]]
     assert batch["labels"].tolist() == [[-100, 1, -100], [-100, 2, -100]]
+
+
+@pytest.mark.parametrize("static", [False, True])
+def test_collated_batches_equal_the_row_by_row_padding(static):
+    """collate builds each tensor in one call; the values are those of padding row by row into
+    preallocated tensors (the earlier construction), for every key a batch carries."""
+    import torch
+
+    from workflow_scripts.finetune.batching import IGNORE, collate
+    from workflow_scripts.finetune.buckets import Padding
+
+    features = [
+        {"input_ids": [5, 6, 7, 8], "token_type_ids": [0, 0, 1, 1], "labels": [IGNORE, 1, 0, IGNORE]},
+        {"input_ids": [5, 7], "token_type_ids": [0, 1], "labels": [IGNORE, 2]},
+        {"input_ids": [5, 9, 4], "token_type_ids": [0, 0, 0], "labels": [0, 2, IGNORE]},
+    ]
+    padding = Padding("graphs", 64) if static else None
+    batch = collate(features, pad_id=1, task_type="ner", device="cpu", padding=padding)
+    width = padding.width(4) if static else 4
+    expected = {
+        "input_ids": torch.full((3, width), 1, dtype=torch.long),
+        "attention_mask": torch.zeros((3, width), dtype=torch.long),
+        "token_type_ids": torch.zeros((3, width), dtype=torch.long),
+        "labels": torch.full((3, width), IGNORE, dtype=torch.long),
+    }
+    for i, f in enumerate(features):
+        k = len(f["input_ids"])
+        expected["input_ids"][i, :k] = torch.tensor(f["input_ids"])
+        expected["attention_mask"][i, :k] = 1
+        expected["token_type_ids"][i, :k] = torch.tensor(f["token_type_ids"])
+        expected["labels"][i, :k] = torch.tensor(f["labels"])
+    assert batch.keys() == expected.keys()
+    for key, tensor in expected.items():
+        assert batch[key].dtype == torch.long
+        assert torch.equal(batch[key], tensor), key
+    full = collate(features[:1], pad_id=1, task_type="ner", device="cpu")
+    assert "attention_mask" not in full  # nothing padded, no mask

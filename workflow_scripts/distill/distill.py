@@ -20,7 +20,7 @@ from pathlib import Path
 import torch
 from transformers.utils import logging as hf_logging
 
-from .. import optim, provenance
+from .. import allocator, optim, provenance
 from ..cli import run
 from ..errors import PipelineError
 from ..pretrain import dist as distributed
@@ -152,6 +152,7 @@ def _job(args, s: DistillSettings, student, teacher, tokenizer, objective, init_
 
 def main(argv: Sequence[str] | None = None) -> None:
     started = provenance.now()
+    allocator.keep_freed_memory()
     args = parse_args(argv)
     hf_logging.disable_progress_bar()
     entry = load_settings(args.settings, DistillModelSettings, "model")

@@ -79,29 +79,16 @@ def collate(
     (``mask.all()``) at every forward. Batches of a static shape always carry one."""
     padding = padding or Padding()
     width = padding.width(max(len(f["input_ids"]) for f in features))
-    n = len(features)
-    ids = torch.full((n, width), pad_id, dtype=torch.long)
-    mask = torch.zeros((n, width), dtype=torch.long)
-    types = torch.zeros((n, width), dtype=torch.long) if "token_type_ids" in features[0] else None
-    for i, f in enumerate(features):
-        k = len(f["input_ids"])
-        ids[i, :k] = torch.tensor(f["input_ids"])
-        mask[i, :k] = 1
-        if types is not None:
-            types[i, :k] = torch.tensor(f["token_type_ids"])
-    batch = {"input_ids": ids}
+    batch = {"input_ids": padded([f["input_ids"] for f in features], width, pad_id)}
     if padding.static or any(len(f["input_ids"]) < width for f in features):
-        batch["attention_mask"] = mask
-    if types is not None:
-        batch["token_type_ids"] = types
+        batch["attention_mask"] = padded([[1] * len(f["input_ids"]) for f in features], width, 0)
+    if "token_type_ids" in features[0]:
+        batch["token_type_ids"] = padded([f["token_type_ids"] for f in features], width, 0)
     if "chunk" in features[0]:  # one label per example, pooled from its chunks
         features, batch["members"] = members(features)
     kind = problem_type(task_type)
     if kind == "token":
-        labels = torch.full((n, width), IGNORE, dtype=torch.long)
-        for i, f in enumerate(features):
-            labels[i, : len(f["labels"])] = torch.tensor(f["labels"])
-        batch["labels"] = labels
+        batch["labels"] = padded([f["labels"] for f in features], width, IGNORE)
     elif kind in ("multi_label_classification", "regression"):
         batch["labels"] = torch.tensor([f["label"] for f in features], dtype=torch.float)
     else:
@@ -109,6 +96,12 @@ def collate(
     if "entities" in features[0]:
         batch["entities"] = torch.tensor([f["entities"] for f in features], dtype=torch.long)
     return to_device(batch, torch.device(device))
+
+
+def padded(rows: list[list[int]], width: int, fill: int) -> torch.Tensor:
+    """[len(rows), width] long tensor, each row filled out with ``fill``: one tensor built from
+    Python lists, where a copy per row into a preallocated tensor costs a dozen tensor calls."""
+    return torch.tensor([list(row) + [fill] * (width - len(row)) for row in rows], dtype=torch.long)
 
 
 def to_device(batch: dict[str, torch.Tensor], device: torch.device) -> dict[str, torch.Tensor]:

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from .. import optim, provenance
+from .. import allocator, optim, provenance
 from ..atomic import write_json, write_jsonl, write_yaml
 from ..checkpoint_integrity import verify_checkpoint
 from ..cli import run
@@ -331,6 +331,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         help="metrics.json of the selection fold: train exactly its chosen steps",
     )
     args = parser.parse_args(argv)
+    allocator.keep_freed_memory()
     settings = load(args.settings)
     finetune(settings, args.model, args.task_dir, args.fold, args.seed, args.out, args.cache_dir, args.steps_from)
 

@@ -123,6 +123,8 @@ def fit(
     best = Fit(state={}, best_step=0, dev={}, steps=0, schedule_steps=schedule.total)
     track = Tracker(best, label, total, cfg.patience)
     terms = loss_terms(train, task_type)
+    # walked once: model.parameters() walks every submodule again at each step
+    params = list(model.parameters())
     step, seen, running, pending = 0, 0, [], []
     start, eval_seconds = time.perf_counter(), 0.0
     model.train()
@@ -136,7 +138,7 @@ def fit(
             seen += len(idx)
             if not part.last:
                 continue
-            update.step(model.parameters(), cfg.grad_clip)
+            update.step(params, cfg.grad_clip)
             running.append(torch.stack(pending).sum())
             pending = []
             step += 1

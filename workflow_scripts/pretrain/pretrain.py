@@ -28,7 +28,7 @@ from pathlib import Path
 import torch
 from transformers.utils import logging as hf_logging
 
-from .. import provenance
+from .. import allocator, provenance
 from ..cli import run
 from ..errors import PipelineError
 from ..tokenizer import load_tokenizer
@@ -59,6 +59,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> None:
     started = provenance.now()
+    allocator.keep_freed_memory()
     args = parse_args(argv)
     hf_logging.disable_progress_bar()
     entry = load_settings(args.settings, PretrainModelSettings, "model")

@@ -1,0 +1,146 @@
+"""Fine-tuning runs of a finished demo, re-run under two source trees side by side.
+
+    python benchmarks/bench_demo_runs.py --demo /tmp/demo_copy --model demo-roberta \\
+        --tree before=/tmp/src_before --tree after=. --out benchmarks/results/demo_runs.json
+
+Each run is re-run the way the demo runs it: forked from an interpreter that has already imported
+torch and transformers (``workflow_scripts.preload``), one thread, the CPU kernels pinned to AVX2
+as the demo pins them. The trees run in turn, in the order before, after, after, before (``--passes
+4``), so drift on a shared machine weighs on both; each run's CPU seconds (the fork's user +
+system) and wall seconds are recorded, and its metrics.json (dev, test, history) and
+predictions.jsonl are compared with the finished demo's. ``--demo`` must be a copy: the runs
+write under the system's temporary directory, but read the demo's feature cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+PINS = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
+COMPARED = ("dev", "test", "history", "best_step", "steps")
+
+# Runs in one interpreter per tree and pass, each in a fork after the preloads, as the preload server runs them.
+WORKER = r"""
+import json, os, sys, time
+from workflow_scripts.preload import preloads
+preloads()
+for argv, out in json.loads(sys.argv[1]):
+    argv = [*argv, "--out", out]
+    wall, before = time.perf_counter(), os.times()
+    pid = os.fork()
+    if pid == 0:
+        import logging
+        logging.disable(logging.INFO)
+        from workflow_scripts.cli import run
+        from workflow_scripts.finetune import finetune
+        run(finetune.main, argv)
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    after = os.times()
+    cpu = after.children_user + after.children_system - before.children_user - before.children_system
+    print(json.dumps({"out": out, "status": status, "cpu_s": cpu, "wall_s": time.perf_counter() - wall}), flush=True)
+"""
+
+
+def runs(demo: Path, model: str) -> list[tuple[Path, list[str]]]:
+    """Each fold-0 run of ``model`` (a directory under results/finetune, e.g. ``demo-roberta`` or
+    ``demo-roberta-m3/pseed~42``) in the finished demo: its directory and its command's arguments
+    (from its provenance), less ``--out``."""
+    found = []
+    for path in sorted((demo / "results/finetune" / model).glob("*/fold~0/seed~*/metrics.json")):
+        args = json.loads((path.parent / "provenance.json").read_text())["command"].split()
+        args = args[args.index("--settings") :]
+        k = args.index("--out")
+        found.append((path.parent, args[:k] + args[k + 2 :]))
+    return found
+
+
+def run_pass(tree: Path, demo: Path, jobs, out_root: Path) -> list[dict]:
+    spec = [(argv, str(out_root / str(i))) for i, (_, argv) in enumerate(jobs)]
+    env = {**os.environ, **PINS, "PYTHONPATH": str(tree.resolve())}
+    proc = subprocess.run(
+        [sys.executable, "-c", WORKER, json.dumps(spec)],
+        cwd=demo,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return [json.loads(line) for line in proc.stdout.splitlines()]
+
+
+def same_as_demo(out: Path, finished: Path) -> bool:
+    new, old = (json.loads((p / "metrics.json").read_text()) for p in (out, finished))
+    predictions = (out / "predictions.jsonl").read_bytes() == (finished / "predictions.jsonl").read_bytes()
+    return predictions and all(new.get(k) == old.get(k) for k in COMPARED)
+
+
+def summary(records: list[dict]) -> dict:
+    cpu = [r["cpu_s"] for r in records]
+    return {"runs": len(records), "cpu_s": round(sum(cpu), 2), "median_cpu_s": round(statistics.median(cpu), 3)}
+
+
+def cpu_name() -> str:
+    info = dict(
+        line.split(":", 1) for line in Path("/proc/cpuinfo").read_text().split("\n\n")[0].splitlines() if ":" in line
+    )
+    info = {k.strip(): v.strip() for k, v in info.items()}
+    isa = [f for f in ("avx2", "avx512f") if f in info.get("flags", "").split()]
+    family = f"family {info.get('cpu family')} model {info.get('model')}"
+    return f"{info.get('model name')}, {family}, {'/'.join(isa)}, {os.cpu_count()} cores"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--demo", required=True, type=Path, help="a copy of a finished demo directory")
+    parser.add_argument("--model", required=True, help="the model whose fold-0 runs are re-run")
+    parser.add_argument("--tree", action="append", required=True, help="LABEL=PATH, twice: before, then after")
+    parser.add_argument("--passes", type=int, default=4, help="passes over the runs, alternating ABBA")
+    parser.add_argument("--out", required=True, type=Path)
+    args = parser.parse_args()
+    trees = dict(t.split("=", 1) for t in args.tree)
+    labels = list(trees)
+    jobs = runs(args.demo, args.model)
+    order = [labels[0] if p % 4 in (0, 3) else labels[1] for p in range(args.passes)]
+    by_tree: dict[str, list[dict]] = {label: [] for label in labels}
+    identical = {label: True for label in labels}
+    with tempfile.TemporaryDirectory() as tmp:
+        for p, label in enumerate(order):
+            out_root = Path(tmp) / f"{p}-{label}"
+            records = run_pass(Path(trees[label]), args.demo, jobs, out_root)
+            for (finished, _), record in zip(jobs, records, strict=True):
+                record.update(task=finished.parts[-3], seed=finished.name.split("~")[1], pass_=p)
+                identical[label] &= record["status"] == 0 and same_as_demo(Path(record["out"]), finished)
+                del record["out"]
+            by_tree[label] += records
+            print(f"pass {p} {label}: {summary(records)}", flush=True)
+    tasks = sorted({finished.parts[-3] for finished, _ in jobs})
+    result = {
+        "model": args.model,
+        "cpu": cpu_name(),
+        "load_average": os.getloadavg(),
+        "order": order,
+        "trees": {
+            label: {"path": trees[label], **summary(rs), "identical_to_demo": identical[label]}
+            for label, rs in by_tree.items()
+        },
+        "by_task_cpu_s": {
+            task: {label: round(sum(r["cpu_s"] for r in rs if r["task"] == task), 2) for label, rs in by_tree.items()}
+            for task in tasks
+        },
+        "runs": by_tree,
+    }
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    before, after = (result["trees"][label]["cpu_s"] for label in labels)
+    print(f"{labels[0]} {before:.1f} CPU s, {labels[1]} {after:.1f} CPU s ({after / before - 1:+.1%})")
+
+
+if __name__ == "__main__":
+    main()
