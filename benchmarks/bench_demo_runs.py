@@ -23,6 +23,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench_demo import cpu  # the same CPU record as a whole demo's
+
 PINS = {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "AVX2", "ONEDNN_MAX_CPU_ISA": "AVX2"}
 COMPARED = ("dev", "test", "history", "best_step", "steps")
 
@@ -87,16 +89,6 @@ def summary(records: list[dict]) -> dict:
     return {"runs": len(records), "cpu_s": round(sum(cpu), 2), "median_cpu_s": round(statistics.median(cpu), 3)}
 
 
-def cpu_name() -> str:
-    info = dict(
-        line.split(":", 1) for line in Path("/proc/cpuinfo").read_text().split("\n\n")[0].splitlines() if ":" in line
-    )
-    info = {k.strip(): v.strip() for k, v in info.items()}
-    isa = [f for f in ("avx2", "avx512f") if f in info.get("flags", "").split()]
-    family = f"family {info.get('cpu family')} model {info.get('model')}"
-    return f"{info.get('model name')}, {family}, {'/'.join(isa)}, {os.cpu_count()} cores"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--demo", required=True, type=Path, help="a copy of a finished demo directory")
@@ -124,7 +116,7 @@ def main() -> None:
     tasks = sorted({finished.parts[-3] for finished, _ in jobs})
     result = {
         "model": args.model,
-        "cpu": cpu_name(),
+        "cpu": cpu(),
         "load_average": os.getloadavg(),
         "order": order,
         "trees": {
