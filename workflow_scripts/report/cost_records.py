@@ -12,6 +12,7 @@ from typing import Any
 
 from .. import provenance
 from ..errors import PipelineError
+from ..jsonl import read_jsonl
 
 
 @dataclass
@@ -63,19 +64,6 @@ def device_name(accelerator: str | None) -> str:
     return name if sep and count.isdigit() else text
 
 
-def read_log(path: Path) -> list[dict[str, Any]]:
-    rows = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise PipelineError(f"{path}:{lineno}: not valid JSON ({exc.msg})") from exc
-    return rows
-
-
 def tokens_and_flops(
     rows: list[dict[str, Any]], batch_size: int, start_step: int, path: Path
 ) -> tuple[list[int], float]:
@@ -116,7 +104,7 @@ def read_training(record_path: str | Path) -> Training:
     log_path = path.parent / "train_log.jsonl"
     if not log_path.is_file():
         raise PipelineError(f"{log_path}: the training log of {path.parent.name} is missing")
-    rows = read_log(log_path)
+    rows = [row for _, row in read_jsonl(log_path)]
     start = int((record.get("branch") or {}).get("step") or 0)
     per_phase, flops = tokens_and_flops(rows, int(settings["batch_size"]), start, log_path)
     result = record.get("result") or {}
