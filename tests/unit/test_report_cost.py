@@ -91,6 +91,13 @@ def test_a_log_line_out_of_order_is_named():
         tokens_and_flops(rows, 8, 0, Path("log"))
 
 
+def test_published_compute_without_its_columns_is_named_even_when_empty(tmp_path):
+    table = tmp_path / "pretraining_compute.csv"
+    table.write_text("model,compute\n")
+    with pytest.raises(PipelineError, match="compute.csv: expected the columns checkpoint, compute, source"):
+        cost.read_reported(table)
+
+
 def test_inference_speed_counts_parameters_and_skips_lengths_beyond_the_positions(run, tmp_path):
     settings = tmp_path / "speed.yaml"
     settings.write_text(yaml.safe_dump({"lengths": [16, 4096], "batch_size": 4, "warmup": 1, "batches": 2}))

@@ -60,10 +60,10 @@ def read_reported(path: str | Path) -> dict[str, tuple[str, str]]:
     """checkpoint -> (compute, source) of the published pretraining compute."""
     p = Path(path)
     with open(p, encoding="utf-8", newline="") as fh:
-        rows = list(csv.DictReader(fh))
-    if rows and not {"checkpoint", "compute", "source"} <= set(rows[0]):
-        raise PipelineError(f"{p}: expected the columns checkpoint, compute, source")
-    return {r["checkpoint"]: (r["compute"], r["source"]) for r in rows}
+        reader = csv.DictReader(fh)
+        if not {"checkpoint", "compute", "source"} <= set(reader.fieldnames or []):
+            raise PipelineError(f"{p}: expected the columns checkpoint, compute, source")
+        return {r["checkpoint"]: (r["compute"], r["source"]) for r in reader}
 
 
 def read_scores(path: str | Path, column: str, value: str) -> dict[str, tuple[float, bool]]:
@@ -98,7 +98,7 @@ def build_rows(settings: CostSettings, root: Path) -> list[Row]:
     for name, m in settings.models.items():
         t = trainings[name]
         speed = read_speed(root / m.speed) if m.speed else None
-        restricted = m.restricted or bool(t and provenance.load(t.record).get("restricted"))
+        restricted = m.restricted or bool(t and t.restricted)
         scored = m.scored_as or name  # a pretraining seed is plotted at its model's pooled score
         restricted = restricted or any(s.get(scored, (0.0, False))[1] for s in scores.values())
         row = Row(name, marked(m.display, restricted), m.kind, restricted, t, speed=speed)
@@ -230,9 +230,7 @@ def panels(rows: list[Row], lengths: list[int]) -> list[pareto.Panel]:
 
 
 def notes(rows: list[Row], lengths: list[int], figure_panels: list[pareto.Panel]) -> list[str]:
-    formula = next(
-        (provenance.load(r.training.record).get("flops", {}).get("formula") for r in rows if r.training), None
-    )
+    formula = next((r.training.formula for r in rows if r.training), None)
     devices = sorted({r.speed["device"] for r in rows if r.speed})
     batch = next((r.speed.get("batch_size") for r in rows if r.speed), None)
     return [

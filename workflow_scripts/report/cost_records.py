@@ -27,6 +27,8 @@ class Training:
     device: str
     peak_memory_mb: float | None
     log: Path
+    restricted: bool  # the record's mark (trained on credentialed data)
+    formula: str | None  # the FLOPs formula the log's figures came from
 
     @property
     def tokens(self) -> int:
@@ -119,6 +121,8 @@ def read_training(record_path: str | Path) -> Training:
         device=f"{processes} x {device_name(record.get('accelerator'))}",
         peak_memory_mb=max(memory, default=None),
         log=log_path,
+        restricted=bool(record.get("restricted")),
+        formula=(record.get("flops") or {}).get("formula"),
     )
 
 
