@@ -28,6 +28,7 @@ from transformers import AutoConfig, AutoModel
 from .. import provenance
 from ..atomic import write_json
 from ..cli import run
+from ..pretrain import positions
 from ..typed import load_settings, to_dict
 from .cost_settings import SpeedSettings
 
@@ -47,8 +48,7 @@ def position_limit(config) -> int | None:
     """The longest input the model numbers positions for (None: rotary, no table)."""
     if getattr(config, "model_type", "") == "modernbert" or getattr(config, "position_embedding_type", "") == "rotary":
         return None
-    offset = config.pad_token_id + 1 if getattr(config, "model_type", "") == "roberta" else 0
-    return config.max_position_embeddings - offset
+    return positions.position_limit(config)
 
 
 def _sync(device: torch.device) -> None:
