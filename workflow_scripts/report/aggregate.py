@@ -24,7 +24,7 @@ from .groups import BLURB_TYPE_NAMES, BlurbScore, GroupValue, TaskKind, blurb_sc
 from .long_inputs import of_runs
 from .metrics import RunResult
 from .reference import ReferenceTable
-from .seed_grid import over_what, pair_grid
+from .seed_grid import over_what, pair_grid, seed_order
 from .settings import OTHER, ReportSettings, RunEntry, TaskEntry
 from .stats import Paired, Summary, bootstrap_ci, summarise
 
@@ -137,7 +137,7 @@ def _over(runs: list[RunResult], values: list[float | None], statistic: str) -> 
 
 
 def _run_order(r: RunResult) -> tuple[int, int, int]:
-    return r.fold, -1 if r.pretrain_seed is None else r.pretrain_seed, r.seed
+    return r.fold, seed_order(r.pretrain_seed), r.seed
 
 
 def build_cells(

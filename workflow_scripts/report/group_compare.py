@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from .aggregate import Cell
 from .groups import ALL, CLINICAL, GROUPS, TaskKind, lewis_groups
-from .seed_grid import pair_grid, pretrain_seeds
+from .seed_grid import pair_grid, pretrain_seeds, seed_order
 from .settings import ReportSettings
 from .stats import Paired
 
@@ -58,7 +58,7 @@ def seed_means(cells: dict[tuple[str, str, str], Cell], model: str, tasks: list[
             by_seed[(r.pretrain_seed, r.seed)].append(r.scores[cell.metric])
         per_task[task] = {s: sum(v) / len(v) for s, v in by_seed.items()}
     seeds = set.intersection(*(set(v) for v in per_task.values())) if per_task else set()
-    order = sorted(seeds, key=lambda k: (-1 if k[0] is None else k[0], k[1]))
+    order = sorted(seeds, key=lambda k: (seed_order(k[0]), k[1]))
     return {s: 100.0 * sum(per_task[t][s] for t in tasks) / len(tasks) for s in order}
 
 

@@ -27,8 +27,13 @@ class Pairing:
     note: str
 
 
+def seed_order(pretrain_seed: int | None) -> int:
+    """Pretraining seeds in order, a model trained once (None) first."""
+    return -1 if pretrain_seed is None else pretrain_seed
+
+
 def pretrain_seeds(keyed: Keyed) -> list[int | None]:
-    return sorted({p for p, _ in keyed}, key=lambda p: -1 if p is None else p)
+    return sorted({p for p, _ in keyed}, key=seed_order)
 
 
 def over_what(n_pretrain: int, n_runs: int) -> str:
