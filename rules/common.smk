@@ -361,10 +361,10 @@ def task_raw_inputs(wildcards):
     ]
 
 
-def all_run_metrics():
+def all_run_files(name="metrics.json"):
+    """One file of every fine-tuning run of the study."""
     return [
-        f"{plan.run_dir(m, t, f, s)}/metrics.json"
-        for m, t, f, s in plan.finetune_runs(STUDY)
+        f"{plan.run_dir(m, t, f, s)}/{name}" for m, t, f, s in plan.finetune_runs(STUDY)
     ]
 
 

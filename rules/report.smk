@@ -10,6 +10,12 @@ localrules:
     cost,
 
 
+# The provenance record of every model trained here: the plots and the cost table read them.
+TRAINING_RECORDS = [
+    f"{plan.model_dir(STUDY, m)}/provenance.json" for m in PRETRAINED + DISTILLED
+]
+
+
 rule report_settings:
     output:
         paths.REPORT_SETTINGS,
@@ -24,7 +30,7 @@ rule report_settings:
 rule tables:
     input:
         settings=paths.REPORT_SETTINGS,
-        runs=all_run_metrics(),
+        runs=all_run_files(),
     output:
         with_captions(TABLES),
         missing=report(
@@ -45,11 +51,8 @@ rule tables:
 rule plots:
     input:
         settings=paths.REPORT_SETTINGS,
-        runs=all_run_metrics(),
-        models=[
-            f"{plan.model_dir(STUDY, m)}/provenance.json"
-            for m in PRETRAINED + DISTILLED
-        ],
+        runs=all_run_files(),
+        models=TRAINING_RECORDS,
         diagnostics=expand(f"{paths.VOCAB}/diagnostics.json", vocab=VOCABS),
     output:
         with_captions(PLOTS),
@@ -215,14 +218,8 @@ rule cost:
     input:
         settings=paths.COST_SETTINGS,
         speed=expand(paths.SPEED, model=SPEED_MODELS),
-        models=[
-            f"{plan.model_dir(STUDY, m)}/provenance.json"
-            for m in PRETRAINED + DISTILLED
-        ],
-        runs=[
-            f"{plan.run_dir(*run)}/provenance.json"
-            for run in plan.finetune_runs(STUDY)
-        ],
+        models=TRAINING_RECORDS,
+        runs=all_run_files("provenance.json"),
         scores=[f"{paths.TABLES}/groups.csv", f"{paths.TABLES}/blurb.csv"],
         reported=workflow.source_path("../resources/reference/pretraining_compute.csv"),
     output:
