@@ -6,11 +6,13 @@ import shlex
 import sys
 
 from workflow_scripts import (
+    directory_outputs,
     function_params,
     group_check,
     numerics,
     paths,
     preload,
+    producers_once,
     shellcmd_once,
     workdir_lock,
 )
@@ -43,6 +45,10 @@ group_check.install()
 function_params.install()
 # Each job's shell command formatted once for its record, not three times.
 shellcmd_once.install()
+# The rules producing a file looked up once per file, not once per job reading it.
+producers_once.install()
+# The check that no output lies inside another job's output, on path strings.
+directory_outputs.install()
 
 try:
     STUDY = load_config(config, workflow.source_path("../schemas/config.schema.yaml"))

@@ -30,7 +30,7 @@ rule report_settings:
 rule tables:
     input:
         settings=paths.REPORT_SETTINGS,
-        runs=all_run_files(),
+        runs=lambda wildcards: all_run_files(),
     output:
         with_captions(TABLES),
         missing=report(
@@ -51,7 +51,7 @@ rule tables:
 rule plots:
     input:
         settings=paths.REPORT_SETTINGS,
-        runs=all_run_files(),
+        runs=lambda wildcards: all_run_files(),
         models=TRAINING_RECORDS,
         diagnostics=expand(f"{paths.VOCAB}/diagnostics.json", vocab=VOCABS),
     output:
@@ -219,7 +219,7 @@ rule cost:
         settings=paths.COST_SETTINGS,
         speed=expand(paths.SPEED, model=SPEED_MODELS),
         models=TRAINING_RECORDS,
-        runs=all_run_files("provenance.json"),
+        runs=lambda wildcards: all_run_files("provenance.json"),
         scores=[f"{paths.TABLES}/groups.csv", f"{paths.TABLES}/blurb.csv"],
         reported=workflow.source_path("../resources/reference/pretraining_compute.csv"),
     output:

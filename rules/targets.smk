@@ -62,8 +62,8 @@ for _task in TASKS:
         name:
             plan.target_rule("task", _task)
         input:
-            plan.run_metrics(STUDY, task=_task),
-            f"results/tables/task~{_task}/provenance.json",
+            lambda wildcards, task=_task: plan.run_metrics(STUDY, task=task)
+            + [f"results/tables/task~{task}/provenance.json"],
         localrule: True
 
 
@@ -73,8 +73,8 @@ for _model in MODELS:
         name:
             plan.target_rule("model", _model)
         input:
-            plan.model_marker(STUDY, _model),
-            plan.run_metrics(STUDY, model=_model),
+            lambda wildcards, model=_model: plan.model_marker(STUDY, model)
+            + plan.run_metrics(STUDY, model=model),
         localrule: True
 
 
@@ -84,10 +84,10 @@ for _model, _seeds in STUDY.seeded.items():
         name:
             plan.target_rule("model", _model)
         input:
-            [
+            lambda wildcards, seeds=_seeds: [
                 path
-                for _seed in _seeds
-                for path in plan.model_marker(STUDY, _seed)
-                + plan.run_metrics(STUDY, model=_seed)
+                for seed in seeds
+                for path in plan.model_marker(STUDY, seed)
+                + plan.run_metrics(STUDY, model=seed)
             ],
         localrule: True

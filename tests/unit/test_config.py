@@ -17,7 +17,7 @@ from workflow_scripts.config.plan import corpus_files, fetch_table, finetune_run
 from workflow_scripts.config.validate import load_config
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.tasks.registry import load_registry
-from workflow_scripts.typed import parse
+from workflow_scripts.typed import parse, parse_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 SCHEMA = ROOT / "schemas" / "config.schema.yaml"
@@ -310,3 +310,21 @@ def test_a_decay_branch_inherits_its_parents_recipe_and_the_parent_keeps_its_ste
     assert (clinical.mask_prob, stable.mask_prob) == (0.15, 0.3)
     # its own curve: no warm-up, the decay spans exactly its steps 90,000 .. 100,000
     assert (clinical.schedule, clinical.warmup_ratio, clinical.decay_ratio) == ("wsd", 0.0, 0.1)
+
+
+@pytest.mark.parametrize(
+    "path", ["config.yaml", "schemas/config.schema.yaml", "workflow_scripts/tasks/registry.yaml", "demo/config.yaml"]
+)
+def test_yaml_reads_the_same_through_libyaml(path):
+    text = (ROOT / path).read_text(encoding="utf-8")
+    assert parse_yaml(text) == yaml.safe_load(text)
+
+
+def test_a_yaml_error_quotes_the_offending_line_as_pyyaml_does():
+    text = "tasks:\n  a: [1, 2\n  b: 3\n"
+    with pytest.raises(yaml.YAMLError) as plain:
+        yaml.safe_load(text)
+    with pytest.raises(yaml.YAMLError) as ours:
+        parse_yaml(text)
+    assert str(ours.value) == str(plain.value)
+    assert "a: [1, 2" in str(ours.value)

@@ -6,9 +6,9 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import yaml
 
 from ..errors import PipelineError
+from ..typed import parse_yaml
 from .secrets import refuse_url_credentials
 from .study import Study, load_study
 
@@ -34,7 +34,7 @@ def schema_errors(config: dict[str, Any], schema: dict[str, Any]) -> list[str]:
 
 def load_config(config: dict[str, Any], schema_path: str | Path) -> Study:
     refuse_url_credentials(config)  # before the schema, whose messages may quote values
-    schema = yaml.safe_load(Path(schema_path).read_text(encoding="utf-8"))
+    schema = parse_yaml(Path(schema_path).read_text(encoding="utf-8"))
     errors = schema_errors(config, schema)
     if errors:
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""

@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from ..errors import PipelineError
-from ..typed import parse
+from ..typed import parse, parse_yaml
 from .metrics import check_task_metric
 from .readers import READERS
 from .spec import TaskSpec
@@ -26,7 +26,7 @@ REGISTRY = Path(__file__).with_name("registry.yaml")
 @cache
 def _load(path: str) -> dict[str, dict]:
     try:
-        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        data = parse_yaml(Path(path).read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise PipelineError(f"{path}: not valid YAML ({exc})") from exc
     tasks = data.get("tasks") if isinstance(data, dict) else None
