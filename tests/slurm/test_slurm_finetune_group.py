@@ -25,26 +25,9 @@ from workflow_harness import BIN, ROOT
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
 
-HERE = Path(__file__).resolve().parent
 SEEDS = [1, 2, 3, 4]
 RUNS = [f"results/finetune/minilm/my-ner/fold~0/seed~{s}" for s in SEEDS]
 RUN_LIMIT = 900
-
-
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    if os.geteuid() != 0 or shutil.which("apt-get") is None or shutil.which("timeout") is None:
-        pytest.skip("needs root, apt-get and timeout: start-local-slurm.sh installs and runs Slurm")
-    directory = tmp_path_factory.mktemp("local-slurm")
-    try:
-        started = subprocess.run(
-            [str(HERE / "start-local-slurm.sh"), str(directory)], capture_output=True, text=True, timeout=600
-        )
-        assert started.returncode == 0, started.stdout + started.stderr
-        path = os.pathsep.join([str(directory / "bin"), str(BIN), os.environ.get("PATH", "")])
-        yield {**os.environ, "SLURM_CONF": str(directory / "slurm.conf"), "PATH": path}
-    finally:
-        subprocess.run([str(HERE / "stop-local-slurm.sh"), str(directory), "--purge"], timeout=300)
 
 
 def install_profile(home: Path) -> None:
