@@ -36,7 +36,8 @@ def install_profile(home: Path) -> None:
     del profile["default-resources"]["slurm_account"]
     for resources in profile["set-resources"].values():
         del resources["gpu_model"]
-    profile.update({"slurm-no-account": True, "slurm-init-seconds-before-status-checks": 2, "retries": 0})
+    # sacct first asked after 1 s, then 10 s later each time no job has ended (1, 12, 33 s)
+    profile.update({"slurm-no-account": True, "slurm-init-seconds-before-status-checks": 1, "retries": 0})
     text = yaml.safe_dump(profile).replace("SITE_CPU_PARTITION", "debug").replace("SITE_GPU_PARTITION", "gpu")
     (home / "snakemake" / "slurm").mkdir(parents=True)
     (home / "snakemake" / "slurm" / "config.yaml").write_text(text)
