@@ -12,6 +12,8 @@ A variable already set (to test another kernel path) is left as it is.
 import os
 import sys
 
+import pytest
+
 from workflow_scripts.numerics import CPU_PINS, describe
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -31,3 +33,12 @@ def pytest_collection_modifyitems(session, config, items):
     built once)."""
     slow = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: item.nodeid.split("::")[0] in slow)
+
+
+@pytest.fixture(scope="session")
+def small_study_run(tmp_path_factory):
+    """workflow_harness.small_study run once for every module that plans against a finished study; a module
+    that changes its files works on workflow_harness.copy_finished of it."""
+    from workflow_harness import run_small_study
+
+    return run_small_study(tmp_path_factory.mktemp("small-study"))

@@ -13,7 +13,6 @@ times) must do the same, and a real change of the data must say which input chan
 from __future__ import annotations
 
 import json
-import re
 import shutil
 from pathlib import Path
 
@@ -112,30 +111,22 @@ def test_a_real_change_names_the_input_that_changed(study):
 
 
 @pytest.mark.slow
-def test_forcerun_build_corpus_on_the_demo_keeps_the_finished_model(tmp_path):
-    """README's own command, through Snakemake: corpora, vocabulary and packs are rebuilt
+def test_forcerun_build_corpus_on_a_finished_study_keeps_the_finished_model(small_study_run, tmp_path):
+    """README's own command, through Snakemake, on a copy of the session's finished small study (the demo cut
+    down, its model `tiny` trained 4 steps with a checkpoint every 2): corpora, vocabulary and packs are rebuilt
     (identically), the pretraining job reruns, resumes at its last step and exports the same bytes."""
-    from workflow_harness import copy_demo, run_demo
+    from workflow_harness import copy_finished, run_demo
 
-    workdir = copy_demo(tmp_path)
-    config = workdir / "config.yaml"
-    # The first of each key is the teacher's (demo-roberta's `pretrain: &tiny`).
-    short = config.read_text()
-    for key, value in (("max_steps", 20), ("checkpoint_every", 10)):
-        short, replaced = re.subn(rf"^      {key}: \d+$", f"      {key}: {value}", short, count=1, flags=re.M)
-        assert replaced == 1, f"demo/config.yaml: the teacher's {key} moved"
-    config.write_text(short)
-    target = "results/pretrain/demo-roberta/model.safetensors"
-    first = run_demo(workdir, target)
-    assert first.returncode == 0, first.stderr[-6000:]
+    workdir = copy_finished(small_study_run, tmp_path)
+    target = "results/pretrain/tiny/model.safetensors"
     model = (workdir / target).read_bytes()
-    log = workdir / "results/pretrain/demo-roberta/training_state/train_log.jsonl"
+    log = workdir / "results/pretrain/tiny/training_state/train_log.jsonl"
     steps = log.read_text()
     again = run_demo(workdir, target, "--forcerun", "build_corpus")
     assert again.returncode == 0, again.stderr[-6000:]
     for rule in ("build_corpus", "pack", "pretrain"):  # everything downstream really ran again
         assert f"rule {rule}:" in again.stdout + again.stderr
-    trained = (workdir / "results/logs/pretrain/demo-roberta.log").read_text()
-    assert "(step 20 of 20)" in trained and "training already reached max_steps=20" in trained
+    trained = (workdir / "results/logs/pretrain/tiny.log").read_text()
+    assert "(step 4 of 4)" in trained and "training already reached max_steps=4" in trained
     assert log.read_text() == steps
     assert (workdir / target).read_bytes() == model

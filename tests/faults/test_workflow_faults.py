@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from workflow_harness import ROOT, copy_demo, planned_jobs, run_demo, snakemake
+from workflow_harness import ROOT, copy_demo, copy_finished, planned_jobs, run_demo, snakemake
 
 from workflow_scripts.config.study import load_study
 from workflow_scripts.corpus.mimic import Note, iter_notes
@@ -21,34 +21,11 @@ RUN = "results/finetune/tiny/demo-ner/fold~0/seed~1/metrics.json"
 MODEL = "results/pretrain/tiny"
 
 
-def _small_study(demo: Path) -> None:
-    """One corpus, one vocabulary, a 4-step model and one NER task with one seed and epoch."""
-    cfg = yaml.safe_load((demo / "config.yaml").read_text())
-    cfg["corpora"] = {"pubmed": cfg["corpora"]["pubmed"]}
-    cfg["vocabularies"] = {"wp": {**cfg["vocabularies"]["demo-wordpiece"], "corpora": ["pubmed"], "compare": []}}
-    pretrain = {
-        **cfg["models"]["demo-roberta"]["pretrain"],
-        "architecture": "bert",
-        "max_steps": 4,
-        "batch_size": 8,
-        "phases": [{"seq_len": 32, "fraction": 1.0}],
-        "checkpoint_every": 2,
-    }
-    cfg["models"] = {"tiny": {"kind": "pretrain", "vocab": "wp", "corpora": ["pubmed"], "pretrain": pretrain}}
-    task = cfg["tasks"]["demo-ner"]
-    task["finetune"] = {**task["finetune"], "epochs": 1, "max_length": 32}  # the model's 32-token context
-    cfg["tasks"] = {"demo-ner": {**task, "seeds": [1]}}
-    cfg["aggregation"]["compare"] = []
-    (demo / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
-
-
 @pytest.fixture(scope="module")
-def finished(tmp_path_factory) -> Path:
-    demo = copy_demo(tmp_path_factory.mktemp("study"))
-    _small_study(demo)
-    done = run_demo(demo, RUN)
-    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
-    return demo
+def finished(small_study_run, tmp_path_factory) -> Path:
+    """A copy of the session's finished small study (workflow_harness.small_study: its model `tiny`, 4 steps,
+    fine-tuned on demo-ner with seed 1 among others): the test here deletes files of it."""
+    return copy_finished(small_study_run, tmp_path_factory.mktemp("study"))
 
 
 def test_a_model_deleted_under_its_runs_is_rebuilt_by_a_plain_rerun(finished):

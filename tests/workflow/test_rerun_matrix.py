@@ -1,8 +1,8 @@
 """What reruns when you change X: each edit of a finished study plans exactly the jobs it must.
 
-A small study runs for real once (the demo's PubMed corpus decontaminated against one task, a
-WordPiece vocabulary, a tiny model, its distilled student and a decay branch of its run, two
-tasks, one seed); then, for
+A small study runs for real once (workflow_harness.small_study: the demo's PubMed corpus
+decontaminated against one task, a WordPiece vocabulary, a tiny model, its distilled student and a
+decay branch of its run, two tasks, one seed); then, for
 every row of the table below, the config is edited and `snakemake -n` must plan exactly the
 jobs listed (rule -> count). README's "What reruns when you change X" is this table.
 """
@@ -15,12 +15,13 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from workflow_harness import BIN, ROOT, copy_demo, planned_after, planned_jobs, run_demo
+from workflow_harness import BIN, ROOT, copy_finished, planned_after, planned_jobs, run_demo
 
 from workflow_scripts import paths
 from workflow_scripts.config import plan
@@ -31,47 +32,6 @@ TABLES = {"tables": 1, "plots": 1, "findings": 1, "cost": 1, "all": 1}
 # a model list or run list changed: the cost table's settings name other records
 COST = {"cost_settings": 1}
 MODELS = 3  # the teacher, its student and its decay branch, each fine-tuned on every task
-
-
-def small_study(demo: dict[str, Any]) -> dict[str, Any]:
-    """The demo cut down to one corpus, vocabulary, teacher (at a constant rate after warm-up), its student,
-    a decay branch from its last step, two tasks and one seed."""
-    tiny = {
-        **demo["models"]["demo-roberta"]["pretrain"],
-        "architecture": "bert",
-        "max_steps": 4,
-        "batch_size": 8,
-        "phases": [{"seq_len": 32, "fraction": 1.0}],
-        "checkpoint_every": 2,
-        "num_threads": 1,
-        "schedule": "constant_with_warmup",
-    }
-    student = {**tiny, "num_layers": 1, "max_steps": 2, "student": {"init": "random"}}
-    # the models' context is their 32-token blocks: tasks read at most that
-    fast = {"epochs": 1, "max_steps": 2, "eval_every": 0, "patience": 0, "max_length": 32}
-    tasks = {name: copy.deepcopy(demo["tasks"][name]) for name in ("demo-ner", "demo-re")}
-    for task in tasks.values():
-        task["finetune"] = {**task["finetune"], **fast}
-    return {
-        "corpora": {"pubmed": {**demo["corpora"]["pubmed"], "shards": 1, "decontaminate": ["demo-ner"]}},
-        "vocabularies": {"wp": {**demo["vocabularies"]["demo-wordpiece"], "corpora": ["pubmed"], "compare": []}},
-        "models": {
-            "tiny": {"kind": "pretrain", "display": "Tiny", "vocab": "wp", "corpora": ["pubmed"], "pretrain": tiny},
-            "student": {"kind": "distill", "teacher": "tiny", "corpora": ["pubmed"], "distill": student},
-            "tiny-decay": {
-                "kind": "pretrain",
-                "init": "tiny",
-                "branch": {"step": 4},
-                "corpora": ["pubmed"],
-                "pretrain": {"max_steps": 6, "mask_prob": 0.1},
-            },
-        },
-        "tasks": tasks,
-        "seeds": [1],
-        "finetune": demo["finetune"],
-        "aggregation": {**demo["aggregation"], "compare": [], "bootstrap_samples": 20},
-        "resources": demo["resources"],
-    }
 
 
 def _set(path: str, value: Any) -> Callable[[dict], None]:
@@ -219,13 +179,9 @@ MATRIX: list[tuple[str, Callable[[dict], None], dict[str, int]]] = [
 
 
 @pytest.fixture(scope="module")
-def finished(tmp_path_factory) -> Path:
-    workdir = copy_demo(tmp_path_factory.mktemp("rerun"))
-    cfg = small_study(yaml.safe_load((workdir / "config.yaml").read_text()))
-    (workdir / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
-    result = run_demo(workdir)
-    assert result.returncode == 0, result.stderr[-5000:]
-    return workdir
+def finished(small_study_run) -> Path:
+    """The session's finished small study (tests/conftest.py); each test here leaves it as it found it."""
+    return small_study_run
 
 
 def _plan(workdir: Path, *args: str) -> dict[str, int]:
@@ -238,9 +194,33 @@ def test_a_finished_study_plans_nothing(finished):
     assert _plan(finished) == {}
 
 
-@pytest.mark.parametrize("edit, expected", [(e, x) for _, e, x in MATRIX], ids=[name for name, _, _ in MATRIX])
-def test_an_edit_plans_exactly_its_jobs(finished, edit, expected):
-    assert planned_after(finished, edit)[1] == expected
+def _plans_of(workdir: Path, rows: list[tuple[str, Callable[[dict], None], dict[str, int]]]) -> dict:
+    """Each row's planned jobs, its edits made one after another in `workdir` (a failed dry run: its error)."""
+    plans: dict[str, dict[str, int] | AssertionError] = {}
+    for name, edit, _ in rows:
+        try:
+            plans[name] = planned_after(workdir, edit)[1]
+        except AssertionError as error:
+            plans[name] = error
+    return plans
+
+
+@pytest.fixture(scope="module")
+def matrix_plans(finished, tmp_path_factory) -> dict:
+    """Every row's plan, two dry runs at a time: each is a snakemake process on one core, the second
+    works in a copy of the finished study (times kept, so it plans exactly what the original does)."""
+    second = copy_finished(finished, tmp_path_factory.mktemp("rerun-copy"))
+    with ThreadPoolExecutor(2) as pool:
+        halves = pool.map(_plans_of, (finished, second), (MATRIX[0::2], MATRIX[1::2]))
+        return {name: plan for half in halves for name, plan in half.items()}
+
+
+@pytest.mark.parametrize("name, expected", [(n, x) for n, _, x in MATRIX], ids=[name for name, _, _ in MATRIX])
+def test_an_edit_plans_exactly_its_jobs(matrix_plans, name, expected):
+    plan = matrix_plans[name]
+    if isinstance(plan, AssertionError):
+        raise plan
+    assert plan == expected
 
 
 # a local source file edited (demo-re's dev split): copied again, and what reads it reruns

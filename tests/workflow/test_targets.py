@@ -4,6 +4,7 @@ stage, and a task added to a finished study running only its own jobs."""
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -33,13 +34,28 @@ def planned_outputs(output: str, rule: str) -> set[str]:
     return found
 
 
-def _dry_run(*args: str, workdir: Path | None = None) -> str:
-    if workdir is None:
-        result = snakemake("-n", *args)
-    else:
-        result = run_demo(workdir, "-n", *args)
+def _output(result) -> str:
     assert result.returncode == 0, result.stderr[-3000:]
     return result.stdout + result.stderr
+
+
+def _dry_run(*args: str, workdir: Path | None = None) -> str:
+    return _output(snakemake("-n", *args) if workdir is None else run_demo(workdir, "-n", *args))
+
+
+# the full study's dry runs of this module, by test
+FULL_STUDY_TARGETS = {
+    "task": ("task_ncbi_disease",),
+    "model": ("model_pubmedbert_ours",),
+    "torchrun": (
+        "-p",
+        "--cores",
+        "32",
+        "--",
+        "results/pretrain/pubmedbert-ours/model.safetensors",
+        "results/distill/distil-pubmedbert/model.safetensors",
+    ),
+}
 
 
 def _assert_runs(output: str, expected: list[str]) -> None:
@@ -53,12 +69,20 @@ def full_study():
 
 
 @pytest.fixture(scope="module")
+def full_study_plans() -> dict:
+    """The full study's dry runs, two at a time: each is a snakemake process on one core."""
+    with ThreadPoolExecutor(2) as pool:
+        results = pool.map(lambda args: snakemake("-n", *args), FULL_STUDY_TARGETS.values())
+        return dict(zip(FULL_STUDY_TARGETS, results, strict=True))
+
+
+@pytest.fixture(scope="module")
 def demo_copy(tmp_path_factory):
     return copy_demo(tmp_path_factory.mktemp("targets"))
 
 
-def test_task_target_runs_every_model_fold_and_seed_of_that_task_only(full_study):
-    output = _dry_run("task_ncbi_disease")
+def test_task_target_runs_every_model_fold_and_seed_of_that_task_only(full_study, full_study_plans):
+    output = _output(full_study_plans["task"])
     expected = plan.run_metrics(full_study, task="ncbi-disease")
     rt = full_study.resolved_tasks["ncbi-disease"]
     assert len(expected) == len(plan.evaluated_models(full_study)) * len(rt.folds) * len(rt.seeds)
@@ -74,8 +98,8 @@ def test_task_target_runs_every_model_fold_and_seed_of_that_task_only(full_study
     assert jobs["pretrain"] == sum(m.kind == "pretrain" for m in full_study.models.values())
 
 
-def test_model_target_builds_the_model_and_its_runs_on_every_task(full_study):
-    output = _dry_run("model_pubmedbert_ours")
+def test_model_target_builds_the_model_and_its_runs_on_every_task(full_study, full_study_plans):
+    output = _output(full_study_plans["model"])
     _assert_runs(output, plan.run_metrics(full_study, model="pubmedbert-ours"))
     assert planned_outputs(output, "pretrain") >= {"results/pretrain/pubmedbert-ours/model.safetensors"}
     jobs = planned_jobs(output)
@@ -142,15 +166,8 @@ def test_adding_a_task_to_a_finished_study_runs_only_its_jobs(prepared):
     assert planned_outputs(output, "prepare_task") == {"results/tasks/demo-ner-again/data_card.json"}
 
 
-def test_full_study_pretraining_launches_one_torchrun_per_node_and_distillation_on_one():
-    output = _dry_run(
-        "-p",
-        "--cores",
-        "32",
-        "--",
-        "results/pretrain/pubmedbert-ours/model.safetensors",
-        "results/distill/distil-pubmedbert/model.safetensors",
-    )
+def test_full_study_pretraining_launches_one_torchrun_per_node_and_distillation_on_one(full_study_plans):
+    output = _output(full_study_plans["torchrun"])
     commands = [line for line in output.splitlines() if "torchrun" in line]
     pretrain = next(c for c in commands if "workflow_scripts.pretrain.pretrain" in c)
     distill = next(c for c in commands if "workflow_scripts.distill.distill" in c)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -37,6 +39,62 @@ def copy_demo(dest: Path) -> Path:
         ignore=shutil.ignore_patterns("results", ".snakemake", "__pycache__"),
     )
     return target
+
+
+def small_study(demo: dict[str, Any]) -> dict[str, Any]:
+    """The demo cut down to one corpus, vocabulary, teacher (at a constant rate after warm-up), its student,
+    a decay branch from its last step, two tasks and one seed."""
+    tiny = {
+        **demo["models"]["demo-roberta"]["pretrain"],
+        "architecture": "bert",
+        "max_steps": 4,
+        "batch_size": 8,
+        "phases": [{"seq_len": 32, "fraction": 1.0}],
+        "checkpoint_every": 2,
+        "num_threads": 1,
+        "schedule": "constant_with_warmup",
+    }
+    student = {**tiny, "num_layers": 1, "max_steps": 2, "student": {"init": "random"}}
+    # the models' context is their 32-token blocks: tasks read at most that
+    fast = {"epochs": 1, "max_steps": 2, "eval_every": 0, "patience": 0, "max_length": 32}
+    tasks = {name: copy.deepcopy(demo["tasks"][name]) for name in ("demo-ner", "demo-re")}
+    for task in tasks.values():
+        task["finetune"] = {**task["finetune"], **fast}
+    return {
+        "corpora": {"pubmed": {**demo["corpora"]["pubmed"], "shards": 1, "decontaminate": ["demo-ner"]}},
+        "vocabularies": {"wp": {**demo["vocabularies"]["demo-wordpiece"], "corpora": ["pubmed"], "compare": []}},
+        "models": {
+            "tiny": {"kind": "pretrain", "display": "Tiny", "vocab": "wp", "corpora": ["pubmed"], "pretrain": tiny},
+            "student": {"kind": "distill", "teacher": "tiny", "corpora": ["pubmed"], "distill": student},
+            "tiny-decay": {
+                "kind": "pretrain",
+                "init": "tiny",
+                "branch": {"step": 4},
+                "corpora": ["pubmed"],
+                "pretrain": {"max_steps": 6, "mask_prob": 0.1},
+            },
+        },
+        "tasks": tasks,
+        "seeds": [1],
+        "finetune": demo["finetune"],
+        "aggregation": {**demo["aggregation"], "compare": [], "bootstrap_samples": 20},
+        "resources": demo["resources"],
+    }
+
+
+def run_small_study(dest: Path) -> Path:
+    """A copy of the demo cut down to `small_study`, run to its end (tests/conftest.py runs it once a session)."""
+    workdir = copy_demo(dest)
+    cfg = small_study(yaml.safe_load((workdir / "config.yaml").read_text()))
+    (workdir / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
+    result = run_demo(workdir)
+    assert result.returncode == 0, result.stderr[-5000:]
+    return workdir
+
+
+def copy_finished(workdir: Path, dest: Path) -> Path:
+    """A copy of a finished run directory, modification times kept: it plans nothing, as the original."""
+    return Path(shutil.copytree(workdir, dest / workdir.name, symlinks=True))
 
 
 def run_demo(workdir: Path, *args: str) -> subprocess.CompletedProcess:
