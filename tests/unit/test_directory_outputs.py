@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+import snakefile_runs
 import snakemake.api  # noqa: F401  (snakemake.dag alone imports in a cycle)
 from snakemake import dag
 from snakemake.exceptions import ChildIOException
@@ -106,11 +104,8 @@ rule inside:
 """
 
 
-def dry_run(workdir: Path, install: str) -> subprocess.CompletedProcess:
-    (workdir / "Snakefile").write_text(textwrap.dedent(SNAKEFILE.format(install=install)))
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    snakemake = Path(sys.executable).parent / "snakemake"
-    return subprocess.run([str(snakemake), "-n", "--cores", "1"], cwd=workdir, env=env, capture_output=True, text=True)
+def dry_run(workdir: Path, install: str):
+    return snakefile_runs.dry_run(workdir, textwrap.dedent(SNAKEFILE.format(install=install)), check=False)
 
 
 def test_snakemake_stops_on_a_file_inside_a_folder_output_as_before(tmp_path):

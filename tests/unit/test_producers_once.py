@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+import snakefile_runs
 
 from workflow_scripts import producers_once
 
@@ -84,15 +82,10 @@ rule run:
 
 
 def dry_run(workdir: Path, install: str) -> tuple[list[str], int]:
-    (workdir / "Snakefile").write_text(textwrap.dedent(SNAKEFILE.format(install=install)))
-    env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    snakemake = Path(sys.executable).parent / "snakemake"
-    result = subprocess.run(
-        [str(snakemake), "-n", "-p", "--cores", "1"], cwd=workdir, env=env, capture_output=True, text=True, check=True
+    result = snakefile_runs.dry_run(workdir, textwrap.dedent(SNAKEFILE.format(install=install)))
+    return snakefile_runs.printed(result, drop=r"^looked up"), int(
+        re.search(r"looked up (\d+)", result.stderr).group(1)
     )
-    lines = (result.stdout + result.stderr).splitlines()
-    out = [line for line in lines if not re.search(r"Date:|Workflow ID|\d{4}\]$|^looked up", line)]
-    return sorted(out), int(re.search(r"looked up (\d+)", result.stderr).group(1))
 
 
 def test_snakemake_plans_the_same_jobs_looking_the_shared_file_up_once(tmp_path):

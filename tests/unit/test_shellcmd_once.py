@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+import snakefile_runs
 
 from workflow_scripts import shellcmd_once
 
@@ -105,25 +103,10 @@ rule make:
 """
 
 
-CLOCK = r"Date:|Workflow ID|\d{4}\]$"  # what differs between any two runs
-
-
 def dry_run(tmp_path: Path, install: str) -> tuple[list[str], int]:
-    workdir = tmp_path / "study"  # the same directory for both: Snakemake prints it
-    workdir.mkdir(exist_ok=True)
-    (workdir / "Snakefile").write_text(textwrap.dedent(SNAKEFILE.format(install=install)))
-    env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    snakemake = Path(sys.executable).parent / "snakemake"
-    result = subprocess.run(
-        [str(snakemake), "-n", "-p", "--cores", "1"], cwd=workdir, env=env, capture_output=True, text=True, check=True
-    )
-    out = [
-        line
-        for line in (result.stdout + result.stderr).splitlines()
-        if not re.search(r"Date:|Workflow ID|\d{4}\]$", line)
-    ]
+    result = snakefile_runs.dry_run(tmp_path / "study", textwrap.dedent(SNAKEFILE.format(install=install)))
     formatted = int(re.search(r"formatted (\d+)", result.stderr).group(1))
-    return sorted(line for line in out if not line.startswith("formatted")), formatted
+    return snakefile_runs.printed(result, drop=r"^formatted"), formatted
 
 
 def test_snakemakes_dry_run_prints_the_same_with_a_third_of_the_formatting(tmp_path):

@@ -1,0 +1,31 @@
+"""A small Snakefile's dry run, as the tests of our Snakemake patches compare them: once as it
+is and once with a patch installed at its top."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+CLOCK = re.compile(r"Date:|Workflow ID|\d{4}\]$")  # what differs between any two runs
+
+
+def dry_run(workdir: Path, snakefile: str, check: bool = True) -> subprocess.CompletedProcess:
+    """`snakemake -n -p` of ``snakefile`` in ``workdir`` (the same directory for both runs:
+    Snakemake prints it), with this checkout's package importable and hashing fixed."""
+    workdir.mkdir(exist_ok=True)
+    (workdir / "Snakefile").write_text(snakefile)
+    env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": str(ROOT)}
+    snakemake = Path(sys.executable).parent / "snakemake"
+    return subprocess.run(
+        [str(snakemake), "-n", "-p", "--cores", "1"], cwd=workdir, env=env, capture_output=True, text=True, check=check
+    )
+
+
+def printed(result: subprocess.CompletedProcess, drop: str = r"^$") -> list[str]:
+    """Every line the run printed, sorted, without the clock's and those matching ``drop``."""
+    lines = (result.stdout + result.stderr).splitlines()
+    return sorted(line for line in lines if not CLOCK.search(line) and not re.search(drop, line))
