@@ -4,8 +4,8 @@
 compares neighbours with `os.path.commonpath`: object construction and comparison for each of
 the full study's 44,000 outputs, a twentieth of its dry run. The same order comes from the
 paths' components as tuples of strings (how `Path` compares them on POSIX), and "a contains b"
-is "a's components begin b's". Where a pair is found, Snakemake's own check runs and raises, so the
-message is its own. `install()` is a no-op where the DAG has no such check or paths are
+is "a's components begin b's". Where a pair is found, Snakemake's own check runs: its verdict
+and its message stand. `install()` is a no-op where the DAG has no such check or paths are
 not POSIX.
 """
 
@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 from itertools import pairwise
-from pathlib import Path
 
 
 def components(path: str, cwd: str) -> tuple[str, ...]:
@@ -22,14 +21,11 @@ def components(path: str, cwd: str) -> tuple[str, ...]:
     return tuple(part for part in os.path.join(cwd, path).split("/") if part and part != ".")
 
 
-def first_nested(outputs, cwd: str):
-    """The first (outer, inner) pair of ((path, job), (path, job)) in sorted order where inner's
-    path lies inside outer's and the jobs differ; None where there is none."""
+def any_nested(outputs, cwd: str) -> bool:
+    """Whether, in sorted order, some (path, job) of ``outputs`` ((job, path) pairs) lies inside
+    its predecessor's path with another job: where Snakemake's own check raises."""
     ordered = sorted({(components(str(f), cwd), job) for job, f in outputs})
-    for (a, job_a), (b, job_b) in pairwise(ordered):
-        if len(a) < len(b) and b[: len(a)] == a and job_a != job_b:
-            return ((Path("/", *a), job_a), (Path("/", *b), job_b))
-    return None
+    return any(len(a) < len(b) and b[: len(a)] == a and job_a != job_b for (a, job_a), (b, job_b) in pairwise(ordered))
 
 
 def install(dag_class: type | None = None) -> bool:
@@ -45,13 +41,10 @@ def install(dag_class: type | None = None) -> bool:
         return True
     if not callable(plain) or os.sep != "/":
         return False
-    from snakemake.exceptions import ChildIOException
 
     def check_directory_outputs(self):
-        nested = first_nested(((job, f) for job in self.jobs for f in job.output), os.getcwd())
-        if nested is not None:
-            plain(self)  # raises from Snakemake's own frame, so its message reads as before
-            raise ChildIOException(parent=nested[0], child=nested[1])
+        if any_nested(((job, f) for job in self.jobs for f in job.output), os.getcwd()):
+            plain(self)  # Snakemake's own verdict and error, raised from its frame as before
 
     check_directory_outputs._on_strings = True
     check_directory_outputs.__doc__ = plain.__doc__
