@@ -128,6 +128,27 @@ def test_no_finding_says_beyond_unless_its_corrected_p_is_below_alpha(tmp_path, 
     assert findings.unsupported([bad], 0.05) == [bad.sentence]
 
 
+def test_a_p_just_under_alpha_is_printed_under_alpha(tmp_path, monkeypatch):
+    # 0.0498 to three decimals reads 0.050, which the verdict "beyond" at alpha 0.05 contradicts;
+    # 0.0503 may read 0.050, which is not below alpha either
+    path = _study(tmp_path, monkeypatch)
+    build(tmp_path, path)
+    comparisons = pd.read_csv(tmp_path / "results/tables/comparisons.csv")
+    row = (comparisons["task"] == "mean:All") & (comparisons["model_a"] == "pm")
+    comparisons.loc[row, ["p", "p_corrected", "verdict"]] = [0.0249, 0.0498, "beyond"]
+    comparisons.loc[~row & (comparisons["task"] == "mean:All"), ["p", "p_corrected", "verdict"]] = [
+        0.0497,
+        0.0503,
+        "suggestive",
+    ]
+    items = findings.pair_findings(load(path), comparisons)
+    text = {f.sentence.split(":")[0]: f.sentence for f in items}
+    won, close = text["ours-PM vs no pretraining, All mean"], text["scratch vs ours-PM, All mean"]
+    assert "p = 0.025, Holm-corrected p = 0.0498" in won and "ours-PM is better beyond seed noise" in won
+    assert "p = 0.0497, Holm-corrected p = 0.050;" in close and "suggestive (p = 0.0497)" in close
+    assert findings.unsupported(items, 0.05) == []
+
+
 def test_baseline_claims_print_their_tests_and_anomalies_are_named(tmp_path, monkeypatch):
     # the control beats both models on GAD
     gad = {"ctl": lambda task, fold, seed: 0.95 if task == "gad" else 0.6}

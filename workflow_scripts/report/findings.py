@@ -62,8 +62,17 @@ def _signed(value, digits: int = 1) -> str:
     return "n/a" if value is None or pd.isna(value) else f"{value:+.{digits}f}"
 
 
-def _pval(p: float) -> str:
-    return "0" if p == 0 else f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
+def _pval(p: float, alpha: float) -> str:
+    """p to 3 decimals (2 significant digits below 0.001), with more decimals where rounding would
+    put the printed p on the other side of alpha than the verdict's (0.0498 is not "0.050")."""
+    if p == 0:
+        return "0"
+    if p < 0.001:
+        return f"{p:.1e}"
+    digits = 3
+    while (float(f"{p:.{digits}f}") < alpha) != (p < alpha) and digits < 9:
+        digits += 1
+    return f"{p:.{digits}f}"
 
 
 def _needs(r) -> str:
@@ -92,7 +101,8 @@ def survival(r) -> str:
 
 
 def _ps(settings: ReportSettings, r) -> str:
-    return f"p = {_pval(r.p)}, {CORRECTED[settings.significance.correction]} = {_pval(r.p_corrected)}"
+    sig = settings.significance
+    return f"p = {_pval(r.p, sig.alpha)}, {CORRECTED[sig.correction]} = {_pval(r.p_corrected, sig.alpha)}"
 
 
 def pair_findings(settings: ReportSettings, comparisons: pd.DataFrame) -> list[Finding]:
@@ -117,8 +127,8 @@ def pair_findings(settings: ReportSettings, comparisons: pd.DataFrame) -> list[F
             verdict = f"{winner} is better beyond seed noise"
         elif r.verdict == SUGGESTIVE:
             verdict = (
-                f"suggestive (p = {_pval(r.p)}): {winner} scores higher, but not after correcting for "
-                f"{int(r.family_size)} comparisons"
+                f"suggestive (p = {_pval(r.p, settings.significance.alpha)}): {winner} scores higher, but not "
+                f"after correcting for {int(r.family_size)} comparisons"
             )
         else:
             verdict = "the difference is within seed noise: no effect appeared"
