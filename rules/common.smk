@@ -9,11 +9,14 @@ from workflow_scripts import (
     directory_outputs,
     function_params,
     group_check,
+    job_validity,
     numerics,
     paths,
     preload,
     producers_once,
+    ready_check,
     shellcmd_once,
+    wildcard_templates,
     workdir_lock,
 )
 from workflow_scripts.config import (
@@ -49,6 +52,12 @@ shellcmd_once.install()
 producers_once.install()
 # The check that no output lies inside another job's output, on path strings.
 directory_outputs.install()
+# Path patterns split into literal text and wildcards once, not once per job.
+wildcard_templates.install()
+# A job's log and benchmark paths expanded once, for its check and its use.
+job_validity.install()
+# A job group's readiness without comparing the group with itself.
+ready_check.install()
 
 try:
     STUDY = load_config(config, workflow.source_path("../schemas/config.schema.yaml"))

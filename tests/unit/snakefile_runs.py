@@ -11,6 +11,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 CLOCK = re.compile(r"Date:|Workflow ID|\d{4}\]$")  # what differs between any two runs
+STAMP = re.compile(r"^\[\w{3} \w{3} [ \d]\d [\d:]{8} \d{4}\] ")  # a group job's line starts with the time
 
 
 def dry_run(workdir: Path, snakefile: str, check: bool = True) -> subprocess.CompletedProcess:
@@ -28,4 +29,4 @@ def dry_run(workdir: Path, snakefile: str, check: bool = True) -> subprocess.Com
 def printed(result: subprocess.CompletedProcess, drop: str = r"^$") -> list[str]:
     """Every line the run printed, sorted, without the clock's and those matching ``drop``."""
     lines = (result.stdout + result.stderr).splitlines()
-    return sorted(line for line in lines if not CLOCK.search(line) and not re.search(drop, line))
+    return sorted(STAMP.sub("", line) for line in lines if not CLOCK.search(line) and not re.search(drop, line))

@@ -1,0 +1,74 @@
+"""Snakemake's filling of a path pattern's wildcards, with each pattern parsed once.
+
+Snakemake fills every pattern of every job (outputs, log, benchmark, params, groups) with
+`snakemake.io.apply_wildcards`: a regular-expression substitution whose callback runs once per
+wildcard. The study's paths carry four wildcards each (model, task, fold, seed), and this
+substitution took a twentieth of the full study's dry run. A pattern's literal text and
+wildcard names do not change, so each pattern is split into them once (the same matches
+`re.sub` makes) and a job's path is joined from its values. A missing wildcard raises the same
+`WildcardError`. `install()` is a no-op on a Snakemake without `apply_wildcards`.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping
+
+PATTERNS_KEPT = 16384  # distinct patterns parsed and kept: the rules' patterns, many times over
+
+
+def templates(regex) -> Callable[[str], tuple[tuple[str, ...], tuple[str, ...]]]:
+    """A pattern's (literal parts, wildcard names), the literals one longer, as ``regex`` matches."""
+
+    @functools.lru_cache(maxsize=PATTERNS_KEPT)
+    def split(pattern: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        literals, names, last = [], [], 0
+        for match in regex.finditer(pattern):
+            literals.append(pattern[last : match.start()])
+            names.append(match.group("name"))
+            last = match.end()
+        literals.append(pattern[last:])
+        return tuple(literals), tuple(names)
+
+    return split
+
+
+def filler(regex, error: type[Exception]) -> Callable[[str, Mapping], str]:
+    """`apply_wildcards(pattern, wildcards)` as Snakemake's: each wildcard replaced by
+    ``str(wildcards[name])``, ``error(str(KeyError))`` where one is missing."""
+    split = templates(regex)
+
+    def apply_wildcards(pattern, wildcards):
+        literals, names = split(str(pattern))
+        if not names:
+            return str(literals[0])
+        parts = [literals[0]]
+        for name, literal in zip(names, literals[1:], strict=True):
+            try:
+                parts.append(str(wildcards[name]))
+            except KeyError as ex:
+                raise error(str(ex)) from ex
+            parts.append(literal)
+        return "".join(parts)
+
+    return apply_wildcards
+
+
+def install() -> bool:
+    """Every Snakemake module that imported `apply_wildcards` calls the one above (once per
+    process); False where `snakemake.io` has none."""
+    import snakemake.api  # noqa: F401  (snakemake.rules alone imports in a cycle)
+    from snakemake import io, rules
+
+    plain = getattr(io, "apply_wildcards", None)
+    if getattr(plain, "_templated", False):
+        return True
+    if not callable(plain) or not hasattr(io, "WILDCARD_REGEX"):
+        return False
+    fill = filler(io.WILDCARD_REGEX, io.WildcardError)
+    fill._templated = True
+    fill.__doc__ = plain.__doc__
+    for module in (io, rules):
+        if getattr(module, "apply_wildcards", None) is plain:
+            module.apply_wildcards = fill
+    return True
