@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 from itertools import pairwise
 
+from . import method_patch
+
 
 def components(path: str, cwd: str) -> tuple[str, ...]:
     """``path`` made absolute against ``cwd`` and split as `Path` splits it (empty and "."
@@ -36,17 +38,12 @@ def install(dag_class: type | None = None) -> bool:
         from snakemake import dag
 
         dag_class = dag.DAG
-    plain = getattr(dag_class, "check_directory_outputs", None)
-    if getattr(plain, "_on_strings", False):
-        return True
-    if not callable(plain) or os.sep != "/":
-        return False
+    return os.sep == "/" and method_patch.replace(dag_class, "check_directory_outputs", _on_strings)
 
+
+def _on_strings(plain):
     def check_directory_outputs(self):
         if any_nested(((job, f) for job in self.jobs for f in job.output), os.getcwd()):
             plain(self)  # Snakemake's own verdict and error, raised from its frame as before
 
-    check_directory_outputs._on_strings = True
-    check_directory_outputs.__doc__ = plain.__doc__
-    dag_class.check_directory_outputs = check_directory_outputs
-    return True
+    return check_directory_outputs

@@ -11,6 +11,8 @@ is a no-op on a Snakemake whose `Job` lacks either property.
 
 from __future__ import annotations
 
+from . import method_patch
+
 
 def install(job_class: type | None = None) -> bool:
     """``job_class`` (Snakemake's `Job`) checks validity through its kept paths (once per
@@ -19,17 +21,10 @@ def install(job_class: type | None = None) -> bool:
         from snakemake import jobs
 
         job_class = getattr(jobs, "Job", None)
-    plain = getattr(job_class, "is_valid", None)
-    if getattr(plain, "_kept", False):
-        return True
-    if not callable(plain) or not all(isinstance(getattr(job_class, p, None), property) for p in ("benchmark", "log")):
-        return False
+    kept = all(isinstance(getattr(job_class, p, None), property) for p in ("benchmark", "log"))
+    return kept and method_patch.replace(job_class, "is_valid", lambda plain: _through_kept_paths)
 
-    def is_valid(self):
-        self.benchmark  # noqa: B018  (the properties expand and keep the paths)
-        self.log  # noqa: B018
 
-    is_valid._kept = True
-    is_valid.__doc__ = plain.__doc__
-    job_class.is_valid = is_valid
-    return True
+def _through_kept_paths(self):
+    self.benchmark  # noqa: B018  (the properties expand and keep the paths)
+    self.log  # noqa: B018

@@ -12,6 +12,8 @@ no-op on a Snakemake without `OutputIndex.match_producers`.
 
 from __future__ import annotations
 
+from . import method_patch
+
 
 def install(index_class: type | None = None) -> bool:
     """``index_class`` (Snakemake's `OutputIndex`) keeps each file's producers per index (once
@@ -20,12 +22,10 @@ def install(index_class: type | None = None) -> bool:
         from snakemake import output_index
 
         index_class = getattr(output_index, "OutputIndex", None)
-    plain = getattr(index_class, "match_producers", None)
-    if getattr(plain, "_kept", False):
-        return True
-    if not callable(plain):
-        return False
+    return method_patch.replace(index_class, "match_producers", _kept)
 
+
+def _kept(plain):
     def match_producers(self, targetfile):
         try:
             kept = self._producers_kept
@@ -37,7 +37,4 @@ def install(index_class: type | None = None) -> bool:
             rules = kept[targetfile] = plain(self, targetfile)
             return rules
 
-    match_producers._kept = True
-    match_producers.__doc__ = plain.__doc__
-    index_class.match_producers = match_producers
-    return True
+    return match_producers

@@ -13,6 +13,8 @@ as Snakemake asks it.
 
 from __future__ import annotations
 
+from . import method_patch
+
 
 def install(dag_class: type | None = None) -> bool:
     """``dag_class`` (Snakemake's `DAG`) tests readiness as above (once per process); False where
@@ -21,12 +23,10 @@ def install(dag_class: type | None = None) -> bool:
         from snakemake import dag
 
         dag_class = getattr(dag, "DAG", None)
-    plain = getattr(dag_class, "_ready", None)
-    if getattr(plain, "_direct", False):
-        return True
-    if not callable(plain):
-        return False
+    return method_patch.replace(dag_class, "_ready", _direct)
 
+
+def _direct(plain):
     def _ready(self, job):
         try:
             groups, until_ready, dependencies = self._group, self._n_until_ready, self._dependencies
@@ -45,7 +45,4 @@ def install(dag_class: type | None = None) -> bool:
                 return False
         return True
 
-    _ready._direct = True
-    _ready.__doc__ = plain.__doc__
-    dag_class._ready = _ready
-    return True
+    return _ready

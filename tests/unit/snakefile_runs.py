@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,3 +31,9 @@ def printed(result: subprocess.CompletedProcess, drop: str = r"^$") -> list[str]
     """Every line the run printed, sorted, without the clock's and those matching ``drop``."""
     lines = (result.stdout + result.stderr).splitlines()
     return sorted(STAMP.sub("", line) for line in lines if not CLOCK.search(line) and not re.search(drop, line))
+
+
+def planned(workdir: Path, template: str, install: str = "") -> list[str]:
+    """:func:`printed` of the dry run of ``template`` (a Snakefile with an ``{install}`` field
+    at its top and braces doubled) with ``install`` filled in."""
+    return printed(dry_run(workdir, textwrap.dedent(template.format(install=install))))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 import snakefile_runs
 
@@ -96,10 +94,7 @@ rule run:
 
 
 def test_snakemake_plans_and_prints_the_same_jobs(tmp_path):
-    def run(install: str):
-        return snakefile_runs.dry_run(tmp_path, textwrap.dedent(SNAKEFILE.format(install=install)))
-
     installed = "from workflow_scripts import job_validity\nassert job_validity.install()"
-    patched = snakefile_runs.printed(run(installed))
-    assert patched == snakefile_runs.printed(run(""))
+    patched = snakefile_runs.planned(tmp_path, SNAKEFILE, installed)
+    assert patched == snakefile_runs.planned(tmp_path, SNAKEFILE)
     assert sum("touch out/run~2.txt 2> logs/2.log" in line for line in patched) == 1

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 import snakefile_runs
 import snakemake.api  # noqa: F401  (snakemake.io alone imports in a cycle)
@@ -77,12 +75,7 @@ rule run:
 
 
 def test_snakemake_plans_and_prints_the_same_jobs(tmp_path):
-    def run(install: str) -> list[str]:
-        return snakefile_runs.printed(
-            snakefile_runs.dry_run(tmp_path, textwrap.dedent(SNAKEFILE.format(install=install)))
-        )
-
     installed = "from workflow_scripts import wildcard_templates\nassert wildcard_templates.install()"
-    patched = run(installed)
-    assert patched == run("")
+    patched = snakefile_runs.planned(tmp_path, SNAKEFILE, installed)
+    assert patched == snakefile_runs.planned(tmp_path, SNAKEFILE)
     assert sum("echo b-2 > out/b/run~2.txt 2> logs/b/2.log" in line for line in patched) == 1
