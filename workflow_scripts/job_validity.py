@@ -3,7 +3,7 @@
 Before planning, Snakemake checks every job by expanding its rule's benchmark and log patterns
 with the job's wildcards (`Job.is_valid`) and discards the result; the job expands them again,
 and keeps them, when its log or benchmark is first read. Every rule of the study has a log,
-so the second expansion cost a fortieth of the full study's dry run. The check here reads the
+so the second expansion cost 1.5% of the full study's profiled dry run. The check here reads the
 job's own `benchmark` and `log`, which expand the same patterns with the same wildcards (raising
 the same error where one cannot be filled) and keep the result for later readers. `install()`
 is a no-op on a Snakemake whose `Job` lacks either property.

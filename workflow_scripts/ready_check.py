@@ -4,8 +4,8 @@ A job in a group is ready when, for every job of its group, the unfinished depen
 those inside the group (`DAG._ready`). Snakemake counts the inside ones by comparing each
 dependency's group with the job's (`==`), and comparing two groups compares their sets of jobs:
 a group compared with itself walks all its jobs. A dry run asks this of every job (its debug
-line does, whatever the log level), so on the study's fine-tuning groups it was a fortieth of
-the full study's dry run. Here a dependency without a group counts as outside and the same group
+line does, whatever the log level), so on the study's fine-tuning groups it was 2% of
+the full study's profiled dry run. Here a dependency without a group counts as outside and the same group
 object as inside, as `==` would answer; any other pair is still compared with `==`. `install()`
 is a no-op on a Snakemake whose `DAG` lacks `_ready`; a DAG without the tables it reads is asked
 as Snakemake asks it.

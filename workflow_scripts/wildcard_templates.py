@@ -3,7 +3,7 @@
 Snakemake fills every pattern of every job (outputs, log, benchmark, params, groups) with
 `snakemake.io.apply_wildcards`: a regular-expression substitution whose callback runs once per
 wildcard. The study's paths carry four wildcards each (model, task, fold, seed), and this
-substitution took a twentieth of the full study's dry run. A pattern's literal text and
+substitution took 2% of the full study's profiled dry run. A pattern's literal text and
 wildcard names do not change, so each pattern is split into them once (the same matches
 `re.sub` makes) and a job's path is joined from its values. A missing wildcard raises the same
 `WildcardError`. `install()` is a no-op on a Snakemake without `apply_wildcards`.
