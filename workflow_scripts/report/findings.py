@@ -63,16 +63,15 @@ def _signed(value, digits: int = 1) -> str:
 
 
 def _pval(p: float, alpha: float) -> str:
-    """p to 3 decimals (2 significant digits below 0.001), with more decimals where rounding would
+    """p to 3 decimals (2 significant digits below 0.001), with more digits where rounding would
     put the printed p on the other side of alpha than the verdict's (0.0498 is not "0.050")."""
     if p == 0:
         return "0"
-    if p < 0.001:
-        return f"{p:.1e}"
-    digits = 3
-    while (float(f"{p:.{digits}f}") < alpha) != (p < alpha) and digits < 9:
-        digits += 1
-    return f"{p:.{digits}f}"
+    text = (lambda more: f"{p:.{1 + more}e}") if p < 0.001 else (lambda more: f"{p:.{3 + more}f}")
+    more = 0
+    while (float(text(more)) < alpha) != (p < alpha) and more < 6:
+        more += 1
+    return text(more)
 
 
 def _needs(r) -> str:
