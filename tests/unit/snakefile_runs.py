@@ -37,3 +37,12 @@ def planned(workdir: Path, template: str, install: str = "") -> list[str]:
     """:func:`printed` of the dry run of ``template`` (a Snakefile with an ``{install}`` field
     at its top and braces doubled) with ``install`` filled in."""
     return printed(dry_run(workdir, textwrap.dedent(template.format(install=install))))
+
+
+def planned_alike(workdir: Path, template: str, module: str) -> list[str]:
+    """:func:`planned` with ``workflow_scripts.<module>`` installed, asserted to print what the
+    Snakefile prints without it."""
+    installed = f"from workflow_scripts import {module}\nassert {module}.install()"
+    patched = planned(workdir, template, installed)
+    assert patched == planned(workdir, template)
+    return patched

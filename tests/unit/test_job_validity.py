@@ -94,7 +94,5 @@ rule run:
 
 
 def test_snakemake_plans_and_prints_the_same_jobs(tmp_path):
-    installed = "from workflow_scripts import job_validity\nassert job_validity.install()"
-    patched = snakefile_runs.planned(tmp_path, SNAKEFILE, installed)
-    assert patched == snakefile_runs.planned(tmp_path, SNAKEFILE)
+    patched = snakefile_runs.planned_alike(tmp_path, SNAKEFILE, "job_validity")
     assert sum("touch out/run~2.txt 2> logs/2.log" in line for line in patched) == 1
