@@ -1,4 +1,5 @@
-"""One method of a Snakemake class replaced, once per process, by one built around the original."""
+"""One method of a Snakemake class (or function of a module) replaced, once per process, by one
+built around the original."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from collections.abc import Callable
 MARK = "_replaced_once"
 
 
-def replace(owner: type, name: str, build: Callable[[Callable], Callable]) -> bool:
+def replace(owner: object, name: str, build: Callable[[Callable], Callable]) -> bool:
     """``owner.name`` becomes ``build(original)``, with the original's docstring; True where it
     was replaced now or before, False where ``owner`` has no such method."""
     plain = getattr(owner, name, None)

@@ -20,6 +20,7 @@ def install(dag_class: type | None = None) -> bool:
     """``dag_class`` (Snakemake's `DAG`) tests readiness as above (once per process); False where
     it lacks `_ready`."""
     if dag_class is None:
+        import snakemake.api  # noqa: F401  (snakemake.dag alone imports in a cycle)
         from snakemake import dag
 
         dag_class = getattr(dag, "DAG", None)
@@ -32,7 +33,7 @@ def _direct(plain):
             groups, until_ready, dependencies = self._group, self._n_until_ready, self._dependencies
         except AttributeError:
             return plain(self, job)
-        group = groups.get(job, None)
+        group = groups.get(job)
         if group is None:
             return until_ready[job] == 0
         for member in group:

@@ -5,14 +5,18 @@ Snakemake fills every pattern of every job (outputs, log, benchmark, params, gro
 wildcard. The study's paths carry four wildcards each (model, task, fold, seed), and this
 substitution took 2% of the full study's profiled dry run. A pattern's literal text and
 wildcard names do not change, so each pattern is split into them once (the same matches
-`re.sub` makes) and a job's path is joined from its values. A missing wildcard raises the same
-`WildcardError`. `install()` is a no-op on a Snakemake without `apply_wildcards`.
+`re.sub` makes) and a job's path is joined from its values; a path without a brace (a concrete
+one: a third of the calls at 1x) is returned as it is and not kept, so the kept patterns stay
+the rules'. A missing wildcard raises the same `WildcardError`. `install()` is a no-op on a
+Snakemake without `apply_wildcards`.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
+
+from . import method_patch
 
 PATTERNS_KEPT = 16384  # distinct patterns parsed and kept: the rules' patterns, many times over
 
@@ -39,9 +43,12 @@ def filler(regex, error: type[Exception]) -> Callable[[str, Mapping], str]:
     split = templates(regex)
 
     def apply_wildcards(pattern, wildcards):
-        literals, names = split(str(pattern))
+        pattern = str(pattern)
+        if "{" not in pattern:  # no wildcard can match
+            return pattern
+        literals, names = split(pattern)
         if not names:
-            return str(literals[0])
+            return literals[0]
         parts = [literals[0]]
         for name, literal in zip(names, literals[1:], strict=True):
             try:
@@ -61,14 +68,9 @@ def install() -> bool:
     from snakemake import io, rules
 
     plain = getattr(io, "apply_wildcards", None)
-    if getattr(plain, "_templated", False):
-        return True
-    if not callable(plain) or not hasattr(io, "WILDCARD_REGEX"):
+    fill = lambda _: filler(io.WILDCARD_REGEX, io.WildcardError)  # noqa: E731
+    if not hasattr(io, "WILDCARD_REGEX") or not method_patch.replace(io, "apply_wildcards", fill):
         return False
-    fill = filler(io.WILDCARD_REGEX, io.WildcardError)
-    fill._templated = True
-    fill.__doc__ = plain.__doc__
-    for module in (io, rules):
-        if getattr(module, "apply_wildcards", None) is plain:
-            module.apply_wildcards = fill
+    if getattr(rules, "apply_wildcards", None) is plain:
+        rules.apply_wildcards = io.apply_wildcards
     return True
