@@ -24,8 +24,11 @@ demo: install
 	WORKFLOW_PRELOAD=1 python -m workflow_scripts.console $(if $(VERBOSE),--verbose) \
 		--report demo/results/report.html -- --directory demo --workflow-profile profiles/local
 
+# Two workers: the demo's run and the Slurm tests overlap the single-threaded unit tests (tests/conftest.py).
+TEST_WORKERS ?= 2
+
 test: install
-	pytest
+	pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 lint: install
 	ruff check .

@@ -27,12 +27,42 @@ if "avx2" in describe()["cpu"]["isa"]:
         os.environ.setdefault(name, value)
 
 
+# Session fixtures that several modules share: under pytest-xdist those modules run in one worker, so each
+# fixture is built once (one Slurm cluster, one finished small study).
+SHARED_FIXTURES = ("cluster", "small_study_run")
+# The longest groups, started first when workers share the suite: the demo's own run (about 10 min of a
+# 27-min serial suite on a 2-core Zen 4) and the Slurm tests (about 5 min).
+LONGEST_FIRST = ("tests/workflow/test_demo.py", "cluster")
+
+
+def _module(item) -> str:
+    return item.nodeid.split("::")[0]
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session, config, items):
     """Fast tests first, so that ``pytest -x`` stops on a unit failure within minutes: modules holding a test
     marked slow run after all others, each module's tests kept together and in order (a module's fixtures are
-    built once)."""
-    slow = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.nodeid.split("::")[0] in slow)
+    built once). With ``--dist loadgroup`` (``make test``) each group goes whole to one worker (groups)."""
+    slow = {_module(item) for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: _module(item) in slow)
+    if config.getoption("dist", "no") == "loadgroup":
+        group = groups(items)
+        items.sort(key=lambda item: group[_module(item)] not in LONGEST_FIRST)
+        for item in items:
+            item.add_marker(pytest.mark.xdist_group(group[_module(item)]))
+
+
+def groups(items) -> dict[str, str]:
+    """Each module's worker group: the module itself, or the shared session fixture it uses (SHARED_FIXTURES),
+    so that module fixtures and shared fixtures are each built once."""
+    group = {}
+    for item in items:
+        shared = [name for name in SHARED_FIXTURES if name in item.fixturenames]
+        group.setdefault(_module(item), _module(item))
+        if shared:
+            group[_module(item)] = shared[0]
+    return group
 
 
 @pytest.fixture(scope="session")
