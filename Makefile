@@ -28,7 +28,7 @@ demo: install
 TEST_WORKERS ?= 2
 
 test: install
-	pytest -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
+	pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 lint: install
 	ruff check .

@@ -9,8 +9,10 @@ every x86-64 machine with AVX2 compute the same bits, so a test passes or fails 
 A variable already set (to test another kernel path) is left as it is.
 """
 
+import functools
 import os
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -27,12 +29,13 @@ if "avx2" in describe()["cpu"]["isa"]:
         os.environ.setdefault(name, value)
 
 
-# Session fixtures that several modules share: under pytest-xdist those modules run in one worker, so each
-# fixture is built once (one Slurm cluster, one finished small study).
-SHARED_FIXTURES = ("cluster", "small_study_run")
-# The longest groups, started first when workers share the suite: the demo's own run (about 10 min of a
-# 27-min serial suite on a 2-core Zen 4) and the Slurm tests (about 5 min).
-LONGEST_FIRST = ("tests/workflow/test_demo.py", "cluster")
+# Under pytest-xdist (``make test``: ``-n 2 --dist loadfile``) each module runs whole on one worker, so its
+# fixtures are built once; so do the modules that share a session fixture: every Slurm test (one local cluster)
+# and every module that names the finished small study.
+SHARED = {"tests/slurm/": "tests/slurm", "small_study_run": "small_study_run"}
+# The longest groups, started first: the demo's own run (about 10 of the 27 minutes of a serial suite on a
+# 2-core Zen 4) and the Slurm tests (about 5).
+LONGEST_FIRST = ("tests/workflow/test_demo.py", "tests/slurm")
 
 
 def _module(item) -> str:
@@ -43,26 +46,35 @@ def _module(item) -> str:
 def pytest_collection_modifyitems(session, config, items):
     """Fast tests first, so that ``pytest -x`` stops on a unit failure within minutes: modules holding a test
     marked slow run after all others, each module's tests kept together and in order (a module's fixtures are
-    built once). With ``--dist loadgroup`` (``make test``) each group goes whole to one worker (groups)."""
+    built once). In a pytest-xdist worker the longest groups go first instead, so the other worker's tests
+    run beside them."""
     slow = {_module(item) for item in items if item.get_closest_marker("slow")}
     items.sort(key=lambda item: _module(item) in slow)
-    if config.getoption("dist", "no") == "loadgroup":
-        group = groups(items)
-        items.sort(key=lambda item: group[_module(item)] not in LONGEST_FIRST)
-        for item in items:
-            item.add_marker(pytest.mark.xdist_group(group[_module(item)]))
+    if hasattr(config, "workerinput"):
+        items.sort(key=lambda item: group_of(config.rootpath, _module(item)) not in LONGEST_FIRST)
 
 
-def groups(items) -> dict[str, str]:
-    """Each module's worker group: the module itself, or the shared session fixture it uses (SHARED_FIXTURES),
-    so that module fixtures and shared fixtures are each built once."""
-    group = {}
-    for item in items:
-        shared = [name for name in SHARED_FIXTURES if name in item.fixturenames]
-        group.setdefault(_module(item), _module(item))
-        if shared:
-            group[_module(item)] = shared[0]
-    return group
+@functools.cache
+def group_of(root: Path, module: str) -> str:
+    """The worker group of a test module: its shared session fixture's (SHARED), else the module itself."""
+    if module.startswith("tests/slurm/"):
+        return SHARED["tests/slurm/"]
+    if "small_study_run" in (root / module).read_text():
+        return SHARED["small_study_run"]
+    return module
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile`` with the shared-fixture groups of ``group_of``."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class LoadGroupedFiles(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(config.rootpath, nodeid.split("::")[0])
+
+    return LoadGroupedFiles(config, log)
 
 
 @pytest.fixture(scope="session")
