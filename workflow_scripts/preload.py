@@ -47,6 +47,8 @@ GROUP_JOB = "WORKFLOW_PRELOAD_GROUP_JOB"
 SLURM_STEP = ("SLURM_JOB_ID", "SLURM_STEP_ID")
 IDLE_SECONDS = float(os.environ.get("WORKFLOW_PRELOAD_IDLE", "120"))
 START_SECONDS = 120.0
+# sockaddr_un's sun_path on Linux, its closing NUL included
+SUN_PATH_BYTES = 108
 LIFELINE_SECONDS = 2.0
 # Variables read while torch and transformers import: a server started under other values is another server.
 IMPORT_TIME_PREFIXES = (
@@ -216,7 +218,8 @@ def serve(path: Path) -> None:
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
-    server.bind(str(path))
+    with address(path) as name:
+        server.bind(name)
     bound = path.stat().st_ino
     server.listen(64)
     # In a Slurm job step, look every few seconds whether the step's task still runs.
@@ -254,10 +257,25 @@ def serve(path: Path) -> None:
         server.close()
 
 
+@contextlib.contextmanager
+def address(path: Path):
+    """``path`` as a Unix socket address. One longer than the 108 bytes an address holds (a deep TMPDIR, as a
+    Slurm job's or a pytest-xdist worker's) is reached through an open descriptor of its folder."""
+    if len(os.fsencode(path)) < SUN_PATH_BYTES:
+        yield str(path)
+        return
+    folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        yield f"/proc/self/fd/{folder}/{path.name}"
+    finally:
+        os.close(folder)
+
+
 def connect(path: Path) -> socket.socket | None:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
-        sock.connect(str(path))
+        with address(path) as name:
+            sock.connect(name)
     except OSError:
         sock.close()
         return None

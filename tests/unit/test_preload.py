@@ -83,6 +83,19 @@ def test_the_run_sees_the_callers_arguments_directory_environment_and_streams(pr
     assert second.stderr == "to stderr\n"
 
 
+def test_a_tmpdir_deeper_than_a_socket_address_still_gets_its_server(probe, tmp_path):
+    code, env, workdir = probe
+    # a Slurm job's or a pytest-xdist worker's TMPDIR can pass the 108 bytes a Unix socket address holds
+    deep = tmp_path / ("job" * 20) / ("step" * 10)
+    deep.mkdir(parents=True)
+    env = {**env, "TMPDIR": str(deep)}
+    launch(env, workdir)
+    out = lines(launch(env, workdir).stdout)
+    assert out["preloaded"] == "True"
+    (sock,) = deep.glob("workflow-preload-*.sock")
+    assert len(os.fsencode(sock)) > 108
+
+
 def test_code_edits_apply_to_the_next_run(probe):
     code, env, workdir = probe
     assert lines(launch(env, workdir).stdout)["version"] == "1"
