@@ -362,6 +362,11 @@ def main(argv: list[str]) -> None:
         for _ in range(2):
             sock = server_connection(socket_path())
             if sock is None:
+                print(
+                    f"warning: the preloaded interpreter did not start (its log: {socket_path()}.log); "
+                    f"{module} runs in this process",
+                    file=sys.stderr,
+                )
                 break
             with sock:
                 status = delegate(sock, module, args)

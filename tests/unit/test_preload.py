@@ -96,6 +96,17 @@ def test_a_tmpdir_deeper_than_a_socket_address_still_gets_its_server(probe, tmp_
     assert len(os.fsencode(sock)) > 108
 
 
+def test_a_server_that_cannot_start_is_named_and_the_run_goes_on_in_the_command(probe, tmp_path):
+    code, env, workdir = probe
+    where = [sys.executable, "-c", "from workflow_scripts.preload import socket_path; print(socket_path())"]
+    sock = Path(subprocess.run(where, env=env, capture_output=True, text=True, check=True).stdout.strip())
+    sock.mkdir()  # the server cannot replace a folder by its socket
+    result = launch(env, workdir, "3")
+    assert result.returncode == 3 and lines(result.stdout)["preloaded"] == "False"
+    assert f"the preloaded interpreter did not start (its log: {sock}.log)" in result.stderr
+    assert "IsADirectoryError" in Path(f"{sock}.log").read_text()
+
+
 def test_code_edits_apply_to_the_next_run(probe):
     code, env, workdir = probe
     assert lines(launch(env, workdir).stdout)["version"] == "1"
