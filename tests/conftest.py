@@ -29,10 +29,6 @@ if "avx2" in describe()["cpu"]["isa"]:
         os.environ.setdefault(name, value)
 
 
-# Under pytest-xdist (``make test``: ``-n 2 --dist loadfile``) each module runs whole on one worker, so its
-# fixtures are built once; so do the modules that share a session fixture: every Slurm test (one local cluster)
-# and every module that names the finished small study.
-SHARED = {"tests/slurm/": "tests/slurm", "small_study_run": "small_study_run"}
 # The longest groups, started first: the demo's own run (about 10 of the 27 minutes of a serial suite on a
 # 2-core Zen 4) and the Slurm tests (about 5).
 LONGEST_FIRST = ("tests/workflow/test_demo.py", "tests/slurm")
@@ -56,11 +52,13 @@ def pytest_collection_modifyitems(session, config, items):
 
 @functools.cache
 def group_of(root: Path, module: str) -> str:
-    """The worker group of a test module: its shared session fixture's (SHARED), else the module itself."""
+    """The modules that run whole on one pytest-xdist worker (``make test``: ``-n 2 --dist loadfile``), so that
+    module fixtures and shared session fixtures are built once: each module alone, every Slurm test together
+    (one local cluster), every module naming the finished small study together."""
     if module.startswith("tests/slurm/"):
-        return SHARED["tests/slurm/"]
+        return "tests/slurm"
     if "small_study_run" in (root / module).read_text():
-        return SHARED["small_study_run"]
+        return "small_study_run"
     return module
 
 
