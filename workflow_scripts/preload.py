@@ -359,11 +359,12 @@ def main(argv: list[str]) -> None:
     module, args = argv[0], argv[1:]
     if enabled(dict(os.environ)):
         # A second try covers a server that was closing for idleness as this command connected.
+        path = socket_path()
         for _ in range(2):
-            sock = server_connection(socket_path())
+            sock = server_connection(path)
             if sock is None:
                 print(
-                    f"warning: the preloaded interpreter did not start (its log: {socket_path()}.log); "
+                    f"warning: the preloaded interpreter did not start (its log: {path}.log); "
                     f"{module} runs in this process",
                     file=sys.stderr,
                 )
