@@ -50,6 +50,8 @@ START_SECONDS = 120.0
 # sockaddr_un's sun_path on Linux, its closing NUL included
 SUN_PATH_BYTES = 108
 LIFELINE_SECONDS = 2.0
+# How often a worker's end is looked for where no pidfd tells it at once.
+POLL_SECONDS = 0.2
 # Variables read while torch and transformers import: a server started under other values is another server.
 IMPORT_TIME_PREFIXES = (
     *("OMP_", "MKL_", "OPENBLAS_", "ATEN_", "ONEDNN_", "DNNL_", "CUBLAS_", "WORKFLOW_DETERMINISTIC"),
@@ -180,20 +182,42 @@ def supervise(conn: socket.socket) -> None:
     for fd in fds:
         os.close(fd)
     send_message(conn, {"pid": pid})
-    caller_gone = False
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        readable, _, _ = select.select([conn], [], [], 0.2)
-        if readable and not caller_gone and not conn.recv(1):
-            # The command was killed without a signal we could forward: its run must not go on alone.
-            caller_gone = True
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
+    with exit_notice(pid) as exit_fd:
+        status = wait_for(pid, conn, exit_fd)
     with contextlib.suppress(OSError):
         send_message(conn, {"status": os.waitstatus_to_exitcode(status)})
     os._exit(0)
+
+
+@contextlib.contextmanager
+def exit_notice(pid: int):
+    """A descriptor that becomes readable when ``pid`` exits (Linux's pidfd), or None where there is none."""
+    try:
+        fd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        yield None
+        return
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def wait_for(pid: int, conn: socket.socket, exit_fd: int | None) -> int:
+    """The worker's wait status, read the moment it exits (without a pidfd, within POLL_SECONDS). A command
+    killed without a signal we could forward closes ``conn``: its run must not go on alone."""
+    watched: list = [conn]
+    if exit_fd is not None:
+        watched.append(exit_fd)
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        readable, _, _ = select.select(watched, [], [], None if exit_fd is not None else POLL_SECONDS)
+        if conn in readable and not conn.recv(1):
+            watched.remove(conn)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
 
 
 def step_alive() -> bool:

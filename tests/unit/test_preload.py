@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -140,6 +142,47 @@ def test_a_signal_to_the_command_stops_the_run(probe, tmp_path):
     assert command.wait(timeout=30) == -signal.SIGTERM
     time.sleep(0.5)
     assert not Path(f"/proc/{run_pid}").exists() or "Z" in Path(f"/proc/{run_pid}/stat").read_text().split()[2]
+
+
+def test_a_command_killed_outright_stops_its_run(probe, tmp_path):
+    code, env, workdir = probe
+    launch(env, workdir)
+    pid_file = tmp_path / "run.pid"
+    command = subprocess.Popen(
+        [sys.executable, "-m", "workflow_scripts.preload", "preload_probe", "sleep", str(pid_file)],
+        env=env,
+        cwd=workdir,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while not pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    run_pid = int(pid_file.read_text())
+    command.kill()  # no signal to forward: the server sees the connection close
+    command.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while Path(f"/proc/{run_pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not Path(f"/proc/{run_pid}").exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="no pidfd on this system")
+def test_a_runs_status_arrives_when_it_ends_not_at_the_next_poll(monkeypatch):
+    from workflow_scripts import preload
+
+    monkeypatch.setattr(preload, "POLL_SECONDS", 3600.0)
+    pid = os.fork()
+    if pid == 0:
+        time.sleep(0.2)
+        os._exit(7)
+    ours, theirs = socket.socketpair()
+    statuses: list[int] = []
+    with ours, theirs, preload.exit_notice(pid) as exit_fd:
+        waiter = threading.Thread(target=lambda: statuses.append(preload.wait_for(pid, ours, exit_fd)), daemon=True)
+        waiter.start()
+        waiter.join(timeout=60)
+    assert statuses and os.waitstatus_to_exitcode(statuses[0]) == 7
 
 
 def test_the_server_leaves_when_idle(probe, tmp_path):
