@@ -10,6 +10,12 @@ as the demo pins them. The trees run in turn, in the order before, after, after,
 system) and wall seconds are recorded, and its metrics.json (dev, test, history) and
 predictions.jsonl are compared with the finished demo's. ``--demo`` must be a copy: the runs
 write under the system's temporary directory, but read the demo's feature cache.
+
+With ``--command`` each run is instead the rule's own command (``python -m workflow_scripts.preload
+workflow_scripts.finetune.finetune ...``, ``WORKFLOW_PRELOAD=1``, each tree its own server, started
+before the first pass): the command's wall seconds, the run's own ``runtime_s``, and the rest, the
+per-run overhead (the client, the server's forks, imports, writing, reporting the status). The runs'
+CPU is not counted there: they are not the command's descendants.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from bench_demo import cpu  # the same CPU record as a whole demo's
@@ -78,6 +85,22 @@ def run_pass(tree: Path, demo: Path, jobs, out_root: Path) -> list[dict]:
     return [json.loads(line) for line in proc.stdout.splitlines()]
 
 
+def run_commands(tree: Path, demo: Path, jobs, out_root: Path, server_dir: Path) -> list[dict]:
+    env = {**os.environ, **PINS, "PYTHONPATH": str(tree.resolve()), "WORKFLOW_PRELOAD": "1", "TMPDIR": str(server_dir)}
+    env["WORKFLOW_PRELOAD_IDLE"] = "30"  # the servers leave soon after the last pass
+    records = []
+    for i, (_, argv) in enumerate(jobs):
+        out = out_root / str(i)
+        command = [sys.executable, "-m", "workflow_scripts.preload", "workflow_scripts.finetune.finetune", *argv]
+        start = time.perf_counter()
+        done = subprocess.run([*command, "--out", str(out)], cwd=demo, env=env, capture_output=True, check=False)
+        wall = time.perf_counter() - start
+        own = json.loads((out / "metrics.json").read_text())["runtime_s"] if done.returncode == 0 else 0.0
+        records.append({"out": str(out), "status": done.returncode, "wall_s": wall, "runtime_s": own})
+        records[-1]["overhead_s"] = wall - own
+    return records
+
+
 def same_as_demo(out: Path, finished: Path) -> bool:
     new, old = (json.loads((p / "metrics.json").read_text()) for p in (out, finished))
     predictions = (out / "predictions.jsonl").read_bytes() == (finished / "predictions.jsonl").read_bytes()
@@ -85,6 +108,14 @@ def same_as_demo(out: Path, finished: Path) -> bool:
 
 
 def summary(records: list[dict]) -> dict:
+    if "overhead_s" in records[0]:
+        overhead = [r["overhead_s"] for r in records]
+        return {
+            "runs": len(records),
+            "wall_s": round(sum(r["wall_s"] for r in records), 2),
+            "overhead_s": round(sum(overhead), 2),
+            "median_overhead_s": round(statistics.median(overhead), 3),
+        }
     cpu = [r["cpu_s"] for r in records]
     return {"runs": len(records), "cpu_s": round(sum(cpu), 2), "median_cpu_s": round(statistics.median(cpu), 3)}
 
@@ -95,6 +126,7 @@ def main() -> None:
     parser.add_argument("--model", required=True, help="the model whose fold-0 runs are re-run")
     parser.add_argument("--tree", action="append", required=True, help="LABEL=PATH, twice: before, then after")
     parser.add_argument("--passes", type=int, default=4, help="passes over the runs, alternating ABBA")
+    parser.add_argument("--command", action="store_true", help="each run as the rule's command, through the preload")
     parser.add_argument("--out", required=True, type=Path)
     args = parser.parse_args()
     trees = dict(t.split("=", 1) for t in args.tree)
@@ -104,9 +136,17 @@ def main() -> None:
     by_tree: dict[str, list[dict]] = {label: [] for label in labels}
     identical = {label: True for label in labels}
     with tempfile.TemporaryDirectory() as tmp:
+        servers = {label: Path(tmp) / f"server-{label}" for label in labels}
+        if args.command:  # each tree's server started (and its first run, which imports, left out)
+            for label in labels:
+                servers[label].mkdir()
+                run_commands(Path(trees[label]), args.demo, jobs[:1], Path(tmp) / f"warm-{label}", servers[label])
         for p, label in enumerate(order):
             out_root = Path(tmp) / f"{p}-{label}"
-            records = run_pass(Path(trees[label]), args.demo, jobs, out_root)
+            if args.command:
+                records = run_commands(Path(trees[label]), args.demo, jobs, out_root, servers[label])
+            else:
+                records = run_pass(Path(trees[label]), args.demo, jobs, out_root)
             for (finished, _), record in zip(jobs, records, strict=True):
                 record.update(task=finished.parts[-3], seed=finished.name.split("~")[1], pass_=p)
                 identical[label] &= record["status"] == 0 and same_as_demo(Path(record["out"]), finished)
@@ -114,8 +154,10 @@ def main() -> None:
             by_tree[label] += records
             print(f"pass {p} {label}: {summary(records)}", flush=True)
     tasks = sorted({finished.parts[-3] for finished, _ in jobs})
+    figure = "overhead_s" if args.command else "cpu_s"
     result = {
         "model": args.model,
+        "mode": "command" if args.command else "fork",
         "cpu": cpu(),
         "load_average": os.getloadavg(),
         "order": order,
@@ -123,15 +165,16 @@ def main() -> None:
             label: {"path": trees[label], **summary(rs), "identical_to_demo": identical[label]}
             for label, rs in by_tree.items()
         },
-        "by_task_cpu_s": {
-            task: {label: round(sum(r["cpu_s"] for r in rs if r["task"] == task), 2) for label, rs in by_tree.items()}
+        f"by_task_{figure}": {
+            task: {label: round(sum(r[figure] for r in rs if r["task"] == task), 2) for label, rs in by_tree.items()}
             for task in tasks
         },
         "runs": by_tree,
     }
     args.out.write_text(json.dumps(result, indent=1) + "\n")
-    before, after = (result["trees"][label]["cpu_s"] for label in labels)
-    print(f"{labels[0]} {before:.1f} CPU s, {labels[1]} {after:.1f} CPU s ({after / before - 1:+.1%})")
+    before, after = (result["trees"][label][figure] for label in labels)
+    unit = "s of overhead" if args.command else "CPU s"
+    print(f"{labels[0]} {before:.1f} {unit}, {labels[1]} {after:.1f} {unit} ({after / before - 1:+.1%})")
 
 
 if __name__ == "__main__":

@@ -50,8 +50,7 @@ START_SECONDS = 120.0
 # sockaddr_un's sun_path on Linux, its closing NUL included
 SUN_PATH_BYTES = 108
 LIFELINE_SECONDS = 2.0
-# How often a worker's end is looked for where no pidfd tells it at once.
-POLL_SECONDS = 0.2
+POLL_SECONDS = 0.2  # how often a run's end is looked for where no pidfd tells it at once
 # Variables read while torch and transformers import: a server started under other values is another server.
 IMPORT_TIME_PREFIXES = (
     *("OMP_", "MKL_", "OPENBLAS_", "ATEN_", "ONEDNN_", "DNNL_", "CUBLAS_", "WORKFLOW_DETERMINISTIC"),
@@ -204,11 +203,8 @@ def exit_notice(pid: int):
 
 
 def wait_for(pid: int, conn: socket.socket, exit_fd: int | None) -> int:
-    """The worker's wait status, read the moment it exits (without a pidfd, within POLL_SECONDS). A command
-    killed without a signal we could forward closes ``conn``: its run must not go on alone."""
-    watched: list = [conn]
-    if exit_fd is not None:
-        watched.append(exit_fd)
+    """The run's wait status once it exits; if ``conn`` closes first (the command was SIGKILLed), the run is ended."""
+    watched: list = [conn] if exit_fd is None else [conn, exit_fd]
     while True:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
