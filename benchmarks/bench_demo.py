@@ -68,7 +68,11 @@ def parse_log(path: Path) -> dict:
         elif (m := FINISHED.match(line)) and int(m.group(1)) in jobs:
             jobs[int(m.group(1))]["end"] = stamp
     named = LOG_NAME.match(path.name)
-    began = datetime.strptime(named.group(1), "%Y-%m-%dT%H%M%S") if named else min(j["start"] for j in jobs.values())
+    began = (
+        datetime.strptime(named.group(1), "%Y-%m-%dT%H%M%S")
+        if named
+        else min((j["start"] for j in jobs.values()), default=None)
+    )
     return {"jobs": [j for j in jobs.values() if "end" in j], "began": began, "last": last}
 
 
@@ -167,6 +171,8 @@ def cpu() -> dict:
 def summarise(directory: Path, log: Path, time_log: Path | None, sampled: Path | None) -> dict:
     parsed = parse_log(log)
     jobs = parsed["jobs"]
+    if not jobs:
+        raise SystemExit(f"{log}: no finished job recorded; pass the log of the run itself (--log)")
     wall = (parsed["last"] - parsed["began"]).total_seconds()
     by_rule: dict[str, dict] = defaultdict(lambda: {"jobs": 0, "job_s": 0.0, "core_s": 0.0})
     for job in jobs:
@@ -182,7 +188,7 @@ def summarise(directory: Path, log: Path, time_log: Path | None, sampled: Path |
         "log": str(log),
         "jobs": len(jobs),
         "wall_s": wall,
-        "first_job_s": (min(j["start"] for j in jobs) - parsed["began"]).total_seconds() if jobs else None,
+        "first_job_s": (min(j["start"] for j in jobs) - parsed["began"]).total_seconds(),
         "job_s": job_s,
         "jobs_running_mean": round(job_s / wall, 3) if wall else None,
         "cores_busy": round(min(core_s, wall * cores) / (wall * cores), 3) if wall else None,
@@ -198,10 +204,12 @@ def summarise(directory: Path, log: Path, time_log: Path | None, sampled: Path |
 
 
 def newest_log(directory: Path) -> Path:
-    logs = sorted((directory / ".snakemake" / "log").glob("*.snakemake.log"))
-    if not logs:
-        raise SystemExit(f"{directory}/.snakemake/log: no Snakemake log; run the demo first")
-    return logs[-1]
+    """The newest Snakemake log with a finished job: ``make demo`` ends with a run that only writes
+    the report, whose log has none."""
+    for log in sorted((directory / ".snakemake" / "log").glob("*.snakemake.log"), reverse=True):
+        if "Finished jobid: " in log.read_text(encoding="utf-8", errors="replace"):
+            return log
+    raise SystemExit(f"{directory}/.snakemake/log: no Snakemake log with a finished job; run the demo first")
 
 
 def minutes(seconds: float | None) -> str:
