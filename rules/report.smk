@@ -185,10 +185,10 @@ rule inference_speed:
     output:
         speed=paths.SPEED,
         provenance=f"{paths.SPEED}.provenance.json",
+    # No benchmark file: the run forks from the preloaded interpreter, outside the command's process
+    # tree that Snakemake measures (it recorded the client's 3 MB and 0 CPU s); results/speed/ has its timings.
     log:
         "results/logs/inference_speed/{model}.log",
-    benchmark:
-        "results/benchmarks/inference_speed/{model}.tsv"
     wildcard_constraints:
         model=_names(SPEED_MODELS),
     conda:
