@@ -86,8 +86,8 @@ def run_pass(tree: Path, demo: Path, jobs, out_root: Path) -> list[dict]:
 
 
 def run_commands(tree: Path, demo: Path, jobs, out_root: Path, server_dir: Path) -> list[dict]:
-    env = {**os.environ, **PINS, "PYTHONPATH": str(tree.resolve()), "WORKFLOW_PRELOAD": "1", "TMPDIR": str(server_dir)}
-    env["WORKFLOW_PRELOAD_IDLE"] = "30"  # the servers leave soon after the last pass
+    preload = {"WORKFLOW_PRELOAD": "1", "TMPDIR": str(server_dir), "WORKFLOW_PRELOAD_IDLE": "30"}  # leave soon after
+    env = {**os.environ, **PINS, "PYTHONPATH": str(tree.resolve()), **preload}
     records = []
     for i, (_, argv) in enumerate(jobs):
         out = out_root / str(i)
@@ -96,8 +96,9 @@ def run_commands(tree: Path, demo: Path, jobs, out_root: Path, server_dir: Path)
         done = subprocess.run([*command, "--out", str(out)], cwd=demo, env=env, capture_output=True, check=False)
         wall = time.perf_counter() - start
         own = json.loads((out / "metrics.json").read_text())["runtime_s"] if done.returncode == 0 else 0.0
-        records.append({"out": str(out), "status": done.returncode, "wall_s": wall, "runtime_s": own})
-        records[-1]["overhead_s"] = wall - own
+        records.append(
+            {"out": str(out), "status": done.returncode, "wall_s": wall, "runtime_s": own, "overhead_s": wall - own}
+        )
     return records
 
 

@@ -52,7 +52,7 @@ def probe(tmp_path):
     workdir = tmp_path / "work"
     workdir.mkdir()
     yield code, env, workdir
-    for sock in tmp_path.glob("workflow-preload-*.sock"):
+    for sock in sockets(tmp_path):
         subprocess.run(["pkill", "-f", "--", f"--serve {sock}"], check=False)
 
 
@@ -66,6 +66,21 @@ def launch(env, workdir, *args, **kwargs):
         timeout=120,
         **kwargs,
     )
+
+
+def eventually(condition, seconds: float) -> bool:
+    """Whether ``condition()`` holds within ``seconds``, looked at every 0.1 s."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def sockets(folder: Path) -> list[Path]:
+    """The preload servers' sockets in ``folder``: one for each server still running."""
+    return list(folder.glob("workflow-preload-*.sock"))
 
 
 def lines(output: str) -> dict[str, str]:
@@ -94,7 +109,7 @@ def test_a_tmpdir_deeper_than_a_socket_address_still_gets_its_server(probe, tmp_
     launch(env, workdir)
     out = lines(launch(env, workdir).stdout)
     assert out["preloaded"] == "True"
-    (sock,) = deep.glob("workflow-preload-*.sock")
+    (sock,) = sockets(deep)
     assert len(os.fsencode(sock)) > 108
 
 
@@ -133,24 +148,20 @@ def sleeping_run(env, workdir, tmp_path) -> tuple[subprocess.Popen, int]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 60
-    while not pid_file.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    eventually(pid_file.exists, 60)
     return command, int(pid_file.read_text())
 
 
 def ended(pid: int) -> bool:
     """Whether the process ``pid`` ends (or is left a zombie) within 30 s."""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+
+    def gone() -> bool:
         try:
-            state = Path(f"/proc/{pid}/stat").read_text().split()[2]
+            return Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
         except FileNotFoundError:
             return True
-        if state == "Z":
-            return True
-        time.sleep(0.1)
-    return False
+
+    return eventually(gone, 30)
 
 
 def test_a_signal_to_the_command_stops_the_run(probe, tmp_path):
@@ -191,11 +202,8 @@ def test_a_runs_status_arrives_when_it_ends_not_at_the_next_poll(monkeypatch):
 def test_the_server_leaves_when_idle(probe, tmp_path):
     code, env, workdir = probe
     launch(env, workdir)
-    assert list(tmp_path.glob("workflow-preload-*.sock"))
-    deadline = time.monotonic() + 30
-    while list(tmp_path.glob("workflow-preload-*.sock")) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not list(tmp_path.glob("workflow-preload-*.sock"))
+    assert sockets(tmp_path)
+    assert eventually(lambda: not sockets(tmp_path), 30)
     assert lines(launch(env, workdir).stdout)["version"] == "1"
 
 
@@ -203,7 +211,7 @@ def test_without_the_variable_the_module_runs_in_the_command(probe, tmp_path):
     code, env, workdir = probe
     result = launch({**env, "WORKFLOW_PRELOAD": "0"}, workdir, "3")
     assert result.returncode == 3 and lines(result.stdout)["preloaded"] == "False"
-    assert not list(tmp_path.glob("workflow-preload-*.sock"))
+    assert not sockets(tmp_path)
 
 
 def test_inside_a_slurm_job_step_runs_fork_from_that_steps_server_only(probe, tmp_path):
@@ -219,11 +227,11 @@ def test_inside_a_slurm_job_step_runs_fork_from_that_steps_server_only(probe, tm
     # a failing run fails only itself: the next run of the step forks from the same server
     assert failed.returncode == 3 and after.returncode == 0
     assert lines(after.stdout)["preloaded"] == "True" and lines(after.stdout)["marked"] == "1"
-    assert len(list(tmp_path.glob("workflow-preload-*.sock"))) == 1
+    assert len(sockets(tmp_path)) == 1
     # another step of the allocation, or another allocation, never reaches this step's server
     launch({**step, "SLURM_STEP_ID": "1"}, workdir)
     launch({**step, "SLURM_JOB_ID": "78"}, workdir)
-    assert len(list(tmp_path.glob("workflow-preload-*.sock"))) == 3
+    assert len(sockets(tmp_path)) == 3
     # the batch script has no step to bound a server's life; a Slurm job that is no group job's
     # runs as it always did, even with WORKFLOW_PRELOAD=1; WORKFLOW_PRELOAD=0 turns it off
     batch = {k: v for k, v in step.items() if k != "SLURM_STEP_ID"}
@@ -234,7 +242,4 @@ def test_inside_a_slurm_job_step_runs_fork_from_that_steps_server_only(probe, tm
     # the servers leave with the step's task, long before their idle timeout
     task.kill()
     task.wait()
-    deadline = time.monotonic() + 20
-    while list(tmp_path.glob("workflow-preload-*.sock")) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not list(tmp_path.glob("workflow-preload-*.sock"))
+    assert eventually(lambda: not sockets(tmp_path), 20)
