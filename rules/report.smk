@@ -186,7 +186,7 @@ rule inference_speed:
         speed=paths.SPEED,
         provenance=f"{paths.SPEED}.provenance.json",
     # No benchmark file: the run forks from the preloaded interpreter, outside the command's process
-    # tree that Snakemake measures (it recorded the client's 3 MB and 0 CPU s); results/speed/ has its timings.
+    # tree that Snakemake measures (it recorded the client's few MB and ~0 CPU s); results/speed/ has its timings.
     log:
         "results/logs/inference_speed/{model}.log",
     wildcard_constraints:
