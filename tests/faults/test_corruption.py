@@ -19,7 +19,7 @@ import torch
 from workflow_scripts import integrity
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.finetune import cache
-from workflow_scripts.finetune.finetune import load_tokenizer
+from workflow_scripts.finetune.run_data import load_tokenizer
 from workflow_scripts.pretrain import pretrain as pretrain_cli
 from workflow_scripts.provenance.audit import Tracer
 

@@ -1,5 +1,5 @@
 """The code layout a newcomer can walk: packages import one way, config/ composes the stages, each rule runs the
-module of its own name, and modules stay small.
+module of its own name, and modules and functions stay small.
 
 Imports are read with ``ast`` (absolute and relative, at any depth, lazy ones inside functions included), so a
 cycle hidden in a function body is found as well.
@@ -14,6 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = "workflow_scripts"
 COMPOSER = "config"
 MAX_LINES = 400
+MAX_FUNCTION_LINES = 80
 
 # Rules that run another rule's step on other inputs, rather than a step of their own.
 SHARED_STEPS = {
@@ -174,3 +175,14 @@ def test_modules_stay_small():
     sizes = {str(p.relative_to(ROOT)): len(p.read_text().splitlines()) for p in (ROOT / PACKAGE).rglob("*.py")}
     large = {path: lines for path, lines in sizes.items() if lines > MAX_LINES}
     assert not large, f"modules over {MAX_LINES} lines (split each by what its parts do): {large}"
+
+
+def test_functions_stay_short():
+    long = {}
+    for path in (ROOT / PACKAGE).rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long[f"{path.relative_to(ROOT)}:{node.lineno} {node.name}"] = lines
+    assert not long, f"functions over {MAX_FUNCTION_LINES} lines (make each a recipe of named steps): {long}"

@@ -51,8 +51,8 @@ def write_study(root: Path, models: bool = True, tasks: bool = True, checkpoint:
 
 
 def test_real_checkpoint_directory_loads_as_an_uncased_wordpiece_bert():
-    from workflow_scripts.finetune.finetune import load_tokenizer
     from workflow_scripts.finetune.heads import build
+    from workflow_scripts.finetune.run_data import load_tokenizer
 
     tokenizer = load_tokenizer(str(minilm()))
     assert len(tokenizer) == 30522 and tokenizer.tokenize("Cancer Patients") == ["cancer", "patients"]

@@ -16,7 +16,9 @@ import argparse
 import json
 import logging
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -31,7 +33,8 @@ from ..errors import PipelineError
 from ..progress import track
 from ..typed import to_dict
 from .decontam import NgramIndex
-from .dedup import ExactDedup, MinHasher, find_near_duplicates, minhash_params
+from .dedup import MinHasher, find_near_duplicates, minhash_params
+from .filters import LANGS, REASONS, Filters, Tally, stage_table
 from .records import iter_parsed, iter_with_signatures, read_info
 from .settings import CorpusSettings, load
 from .text import detect_language, split_sentences, words
@@ -39,18 +42,6 @@ from .updates import resolve_updates
 
 log = logging.getLogger(__name__)
 
-REASONS = (
-    "iserror",
-    "category",
-    "licence",
-    "retracted",
-    "empty",
-    "too_short",
-    "language",
-    "exact_duplicate",
-    "near_duplicate",
-    "contaminated",
-)
 OUT_SCHEMA = pa.schema(
     [
         ("id", pa.string()),
@@ -61,39 +52,6 @@ OUT_SCHEMA = pa.schema(
         ("metadata", pa.string()),
     ]
 )
-
-
-LANGS = ("und", "en", "fr", "de", "es", "it", "pt")
-
-
-class Filters:
-    """Per-document filters applied while streaming, in ``REASONS`` order up to exact duplicates."""
-
-    def __init__(self, settings: CorpusSettings) -> None:
-        self.s = settings
-        self.exact = ExactDedup() if settings.clean.exact_dedup else None
-        self.categories = {x.strip() for x in settings.clean.mimic.categories}
-
-    def reason(self, row: dict, language: str) -> str | None:
-        c = self.s.clean
-        text = row["text"]
-        if row["iserror"]:
-            return "iserror"
-        if self.categories and row["category"] not in self.categories:
-            return "category"
-        if self.s.type == "pmc" and c.pmc.licence != "all" and row["licence"] != c.pmc.licence:
-            return "licence"
-        if c.drop_retracted and row["retracted"]:
-            return "retracted"
-        if not text.strip():
-            return "empty"
-        if words(text) < c.min_words:
-            return "too_short"
-        if c.languages and language not in c.languages and language != "und":
-            return "language"
-        if self.exact is not None and self.exact.is_duplicate(text):
-            return "exact_duplicate"
-        return None
 
 
 def _decontamination_index(settings: CorpusSettings, task_texts: Sequence[str]) -> tuple[NgramIndex | None, dict]:
@@ -110,16 +68,6 @@ def _decontamination_index(settings: CorpusSettings, task_texts: Sequence[str]) 
     info["test_texts_too_short"] = index.skipped_short
     info["dropped_by_task"] = {}
     return index, info
-
-
-def _stage_table(total: dict, dropped: dict) -> list[dict]:
-    stages = [{"stage": "input", **total}]
-    cur = dict(total)
-    for r in REASONS:
-        for k in cur:
-            cur[k] -= dropped[r][k]
-        stages.append({"stage": f"after_{r}", **cur})
-    return stages
 
 
 def _size(text: str) -> dict:
@@ -162,136 +110,174 @@ def source_selection(files: Sequence[Path]) -> dict:
     return total
 
 
+@dataclass
+class Pass1:
+    """What the filter pass found: which winning rows survive it, each row's language, and which
+    survivors are near duplicates of an earlier one."""
+
+    survives: np.ndarray
+    lang: np.ndarray
+    near: np.ndarray
+
+
+def filter_pass(files: Sequence[Path], up, settings: CorpusSettings, tally: Tally, scratch: Path) -> Pass1:
+    """Pass 1: the streaming filters, with the survivors' MinHash signatures (made by the parse
+    jobs) copied into a scratch file; near duplicates are then found in one batch step."""
+    c = settings.clean
+    n = up.documents
+    found = Pass1(np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int8), np.zeros(0, dtype=bool))
+    filters = Filters(settings)
+    hasher = MinHasher(c.near_dedup.num_perm, c.near_dedup.shingle, c.near_dedup.seed)
+    sigs = None
+    if c.near_dedup.enabled and n:
+        sigs = np.lib.format.open_memmap(
+            scratch / "minhash.npy", mode="w+", dtype=np.uint32, shape=(n, c.near_dedup.num_perm)
+        )
+        reserve(sigs.filename, Path(sigs.filename).stat().st_size)
+    kept = 0
+    stream = _winners_with_signatures(files, up.winners, minhash_params(c.near_dedup))
+    for k, (row, stored) in enumerate(track(stream, f"filter {settings.name}", n, "docs")):
+        size = _size(row["text"])
+        tally.read(size)
+        language = detect_language(row["text"])
+        found.lang[k] = LANGS.index(language)
+        reason = filters.reason(row, language)
+        if reason is not None:
+            tally.drop(reason, size)
+            continue
+        found.survives[k] = True
+        if sigs is not None:
+            sigs[kept] = stored if stored is not None else hasher.signature(row["text"])
+        kept += 1
+    if sigs is not None:
+        found.near = find_near_duplicates(sigs[:kept], c.near_dedup.threshold, c.near_dedup.seed)
+    else:
+        found.near = np.zeros(kept, dtype=bool)
+    return found
+
+
+@contextmanager
+def shard_writers(folder: Path, count: int) -> Iterator[Callable[[int, dict], None]]:
+    """``add(shard, row)``, buffered and written 2,000 rows at a time into shard~<i>.parquet."""
+    writers = [pq.ParquetWriter(folder / f"shard~{i}.parquet", OUT_SCHEMA) for i in range(count)]
+    buffers: list[list[dict]] = [[] for _ in writers]
+
+    def add(shard: int, row: dict) -> None:
+        buffers[shard].append(row)
+        if len(buffers[shard]) >= 2000:
+            writers[shard].write_table(pa.Table.from_pylist(buffers[shard], OUT_SCHEMA))
+            buffers[shard] = []
+
+    try:
+        yield add
+        for w, buf in zip(writers, buffers, strict=True):
+            if buf:
+                w.write_table(pa.Table.from_pylist(buf, OUT_SCHEMA))
+    finally:
+        for w in writers:
+            w.close()
+
+
+def write_pass(
+    files: Sequence[Path],
+    up,
+    settings: CorpusSettings,
+    found: Pass1,
+    tally: Tally,
+    decontamination: tuple[NgramIndex | None, dict],
+    tmp: Path,
+) -> None:
+    """Pass 2: re-read the survivors, drop near duplicates and contaminated documents, and deal
+    the rest round-robin into the shards."""
+    index, decontam_info = decontamination
+    stream = track(_winners(files, up.winners), f"write {settings.name}", up.documents, "docs")
+    kept1 = kept = 0
+    with shard_writers(tmp, settings.shards) as add:
+        for k, row in enumerate(stream):
+            if not found.survives[k]:
+                continue
+            is_near = found.near[kept1]
+            kept1 += 1
+            text = row["text"]
+            reason = "near_duplicate" if is_near else None
+            if reason is None and index is not None and (task := index.match(text)) is not None:
+                reason = "contaminated"
+                by_task = decontam_info["dropped_by_task"]
+                by_task[task] = by_task.get(task, 0) + 1
+            size = _size(text)
+            if reason is not None:
+                tally.drop(reason, size)
+                continue
+            shard = kept % settings.shards
+            kept += 1
+            tally.keep(shard, size)
+            add(
+                shard,
+                {
+                    "id": row["id"],
+                    "source": row["source"],
+                    "text": split_sentences(text) if settings.clean.sentence_split else text,
+                    "words": size["words"],
+                    "language": LANGS[found.lang[k]],
+                    "metadata": row["metadata"],
+                },
+            )
+
+
+def corpus_stats(settings: CorpusSettings, files: Sequence[Path], up, tally: Tally) -> dict:
+    """stats.json: what was read, what each filter dropped, the stage table and the shards."""
+    stages = stage_table(tally.total, tally.dropped)
+    stats = {
+        "corpus": settings.name,
+        "type": settings.type,
+        "files": [p.name for p in files],
+        "documents": stages[-1]["documents"],
+        "words": stages[-1]["words"],
+        "bytes": stages[-1]["bytes"],
+        "input": {
+            "rows": up.rows,
+            "malformed": up.malformed,
+            "replaced": up.replaced,
+            "deleted": up.deleted,
+            "delete_not_found": up.delete_not_found,
+            "superseded_versions": up.superseded_versions,
+            **tally.total,
+        },
+        # malformed records never became documents, so they stand outside the stage table
+        "dropped": {"malformed": up.malformed, **{r: tally.dropped[r]["documents"] for r in REASONS}},
+        "dropped_words": {r: tally.dropped[r]["words"] for r in REASONS},
+        "stages": stages,
+        "shards": [{"file": f"shard~{i}.parquet", **s} for i, s in enumerate(tally.shards)],
+    }
+    selection = source_selection(files)
+    if selection:
+        stats["source_selection"] = selection
+    return stats
+
+
 def build(
     inputs: Sequence[str | Path], out: str | Path, settings: CorpusSettings, decontaminate: Sequence[str] = ()
 ) -> dict:
     """Write the corpus directory ``out`` (shards, stats.json) and return the stats.
 
-    Pass 1 applies the streaming filters and copies the MinHash signatures of the
-    survivors (made by the parse jobs) into a scratch file beside ``out``; near
-    duplicates are then found in one batch step; pass 2 re-reads the survivors, drops near duplicates
-    and contaminated documents, and writes the shards.
+    Pass 1 applies the streaming filters and finds near duplicates among the survivors; pass 2
+    re-reads the survivors, drops near duplicates and contaminated documents, and writes the shards.
     """
     files = [Path(p) for p in inputs]
     for p in files:
         if not p.is_file():
             raise PipelineError(f"{p}: parsed input not found")
-    c = settings.clean
     up = resolve_updates(files)
-    index, decontam_info = _decontamination_index(settings, decontaminate)
-    filters = Filters(settings)
-    zero = {"documents": 0, "words": 0, "bytes": 0}
-    total = dict(zero)
-    dropped = {r: dict(zero) for r in REASONS}
-    shards = [dict(zero) for _ in range(settings.shards)]
-    n = up.documents
-    survives = np.zeros(n, dtype=bool)
-    lang = np.zeros(n, dtype=np.int8)
+    decontamination = _decontamination_index(settings, decontaminate)
+    tally = Tally(settings.shards)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=f".{out.name}.scratch.", dir=out.parent) as scratch:
-        hasher = MinHasher(c.near_dedup.num_perm, c.near_dedup.shingle, c.near_dedup.seed)
-        sigs = None
-        if c.near_dedup.enabled and n:
-            sigs = np.lib.format.open_memmap(
-                Path(scratch) / "minhash.npy", mode="w+", dtype=np.uint32, shape=(n, c.near_dedup.num_perm)
-            )
-            reserve(sigs.filename, Path(sigs.filename).stat().st_size)
-        kept1 = 0
-        stream = _winners_with_signatures(files, up.winners, minhash_params(c.near_dedup))
-        for k, (row, stored) in enumerate(track(stream, f"filter {settings.name}", n, "docs")):
-            size = _size(row["text"])
-            for key in total:
-                total[key] += size[key]
-            language = detect_language(row["text"])
-            lang[k] = LANGS.index(language)
-            reason = filters.reason(row, language)
-            if reason is not None:
-                for key in size:
-                    dropped[reason][key] += size[key]
-                continue
-            survives[k] = True
-            if sigs is not None:
-                sigs[kept1] = stored if stored is not None else hasher.signature(row["text"])
-            kept1 += 1
-        near = (
-            find_near_duplicates(sigs[:kept1], c.near_dedup.threshold, c.near_dedup.seed)
-            if sigs is not None
-            else np.zeros(kept1, dtype=bool)
-        )
-        del sigs
+        found = filter_pass(files, up, settings, tally, Path(scratch))
         with atomic_dir(out) as tmp:
-            writers = [pq.ParquetWriter(tmp / f"shard~{i}.parquet", OUT_SCHEMA) for i in range(settings.shards)]
-            buffers: list[list[dict]] = [[] for _ in writers]
-            kept1 = kept = 0
-            try:
-                for k, row in enumerate(track(_winners(files, up.winners), f"write {settings.name}", n, "docs")):
-                    if not survives[k]:
-                        continue
-                    is_near = near[kept1]
-                    kept1 += 1
-                    text = row["text"]
-                    reason = "near_duplicate" if is_near else None
-                    if reason is None and index is not None:
-                        task = index.match(text)
-                        if task is not None:
-                            reason = "contaminated"
-                            by_task = decontam_info["dropped_by_task"]
-                            by_task[task] = by_task.get(task, 0) + 1
-                    size = _size(text)
-                    if reason is not None:
-                        for key in size:
-                            dropped[reason][key] += size[key]
-                        continue
-                    shard = kept % settings.shards
-                    kept += 1
-                    for key in size:
-                        shards[shard][key] += size[key]
-                    buffers[shard].append(
-                        {
-                            "id": row["id"],
-                            "source": row["source"],
-                            "text": split_sentences(text) if c.sentence_split else text,
-                            "words": size["words"],
-                            "language": LANGS[lang[k]],
-                            "metadata": row["metadata"],
-                        }
-                    )
-                    if len(buffers[shard]) >= 2000:
-                        writers[shard].write_table(pa.Table.from_pylist(buffers[shard], OUT_SCHEMA))
-                        buffers[shard] = []
-                for w, buf in zip(writers, buffers, strict=True):
-                    if buf:
-                        w.write_table(pa.Table.from_pylist(buf, OUT_SCHEMA))
-            finally:
-                for w in writers:
-                    w.close()
-            stages = _stage_table(total, dropped)
-            stats = {
-                "corpus": settings.name,
-                "type": settings.type,
-                "files": [p.name for p in files],
-                "documents": stages[-1]["documents"],
-                "words": stages[-1]["words"],
-                "bytes": stages[-1]["bytes"],
-                "input": {
-                    "rows": up.rows,
-                    "malformed": up.malformed,
-                    "replaced": up.replaced,
-                    "deleted": up.deleted,
-                    "delete_not_found": up.delete_not_found,
-                    "superseded_versions": up.superseded_versions,
-                    **total,
-                },
-                # malformed records never became documents, so they stand outside the stage table
-                "dropped": {"malformed": up.malformed, **{r: dropped[r]["documents"] for r in REASONS}},
-                "dropped_words": {r: dropped[r]["words"] for r in REASONS},
-                "stages": stages,
-                "shards": [{"file": f"shard~{i}.parquet", **s} for i, s in enumerate(shards)],
-            }
-            selection = source_selection(files)
-            if selection:
-                stats["source_selection"] = selection
+            write_pass(files, up, settings, found, tally, decontamination, tmp)
+            stats = corpus_stats(settings, files, up, tally)
+            index, decontam_info = decontamination
             if index is not None:
                 stats["decontamination"] = decontam_info
             write_json(tmp / "stats.json", stats)

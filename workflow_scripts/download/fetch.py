@@ -238,7 +238,7 @@ def fetch(
     raise PipelineError(f"{safe}: download failed after {attempts} attempt(s): {problem}")
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--url", help="http(s) or file URL, or a local path")
     ap.add_argument("--out", required=True, help="destination path")
@@ -255,17 +255,42 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--local-dir-key", help="config key of the user's local copy (named in the error when unset)")
     ap.add_argument("--directory", action="store_true", help="the source is a local folder: copy it whole")
     ap.add_argument("--sha256-key", help="config key that pins this file's sha256 (logged when none is given)")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def no_source(args: argparse.Namespace) -> PipelineError:
+    """The error for a file or folder whose config names no source: where to get it, where to put it."""
+    where = (
+        f"then set {args.local_dir_key} in config.yaml to the folder holding your copy"
+        if args.local_dir_key
+        else "give its url, or a local directory holding it, in the config"
+    )
+    return PipelineError(
+        f"{args.out}: no download source is configured for this {'folder' if args.directory else 'file'}. "
+        + (f"{args.access.rstrip('.')}; {where}." if args.access else f"{where[0].upper()}{where[1:]}.")
+    )
+
+
+def expected_checksum(args: argparse.Namespace, out: Path, opts: Options) -> tuple[str | None, str | None, str | None]:
+    """(algorithm, digest, the published .md5 file's text) from the checksum options, each
+    published file fetched and read for ``out``'s entry; (None, None, None) without one."""
+    if args.md5_url:
+        md5_text = fetch_text(args.md5_url, opts)
+        return "md5", expected_for(md5_text, provenance.scrub(args.md5_url), out.name, "md5"), md5_text
+    if args.sha256_url:
+        sums = fetch_text(args.sha256_url, opts)
+        return "sha256", expected_for(sums, provenance.scrub(args.sha256_url), out.name, "sha256"), None
+    if args.md5:
+        return "md5", args.md5.strip().lower(), None
+    if args.sha256:
+        return "sha256", args.sha256.strip().lower(), None
+    return None, None, None
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = parser().parse_args(argv)
     if not args.url:
-        where = (
-            f"then set {args.local_dir_key} in config.yaml to the folder holding your copy"
-            if args.local_dir_key
-            else "give its url, or a local directory holding it, in the config"
-        )
-        raise PipelineError(
-            f"{args.out}: no download source is configured for this {'folder' if args.directory else 'file'}. "
-            + (f"{args.access.rstrip('.')}; {where}." if args.access else f"{where[0].upper()}{where[1:]}.")
-        )
+        raise no_source(args)
     started = provenance.now()
     if args.directory:
         if urlsplit(args.url).scheme not in ("file", ""):
@@ -280,18 +305,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     opts = Options(retries=max(0, args.retries), backoff=args.backoff, timeout=args.timeout)
     out = Path(args.out)
-    algo, digest, md5_text = None, None, None
     checksum_url = args.md5_url or args.sha256_url
-    if args.md5_url:
-        md5_text = fetch_text(args.md5_url, opts)
-        algo, digest = "md5", expected_for(md5_text, provenance.scrub(args.md5_url), out.name, "md5")
-    elif args.sha256_url:
-        sums = fetch_text(args.sha256_url, opts)
-        algo, digest = "sha256", expected_for(sums, provenance.scrub(args.sha256_url), out.name, "sha256")
-    elif args.md5:
-        algo, digest = "md5", args.md5.strip().lower()
-    elif args.sha256:
-        algo, digest = "sha256", args.sha256.strip().lower()
+    algo, digest, md5_text = expected_checksum(args, out, opts)
     result = fetch(args.url, out, algo=algo, digest=digest, opts=opts)
     if md5_text is not None:
         write_text(out.with_name(out.name + ".md5"), md5_text)

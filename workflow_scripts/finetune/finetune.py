@@ -18,6 +18,7 @@ import json
 import logging
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,75 +26,20 @@ import torch
 
 from .. import allocator, optim, provenance
 from ..atomic import write_json, write_jsonl, write_yaml
-from ..checkpoint_integrity import verify_checkpoint
 from ..cli import run
 from ..errors import PipelineError
 from ..tasks.metrics import compute, compute_all, metric_names, run_header, test_section
 from ..typed import to_dict
-from . import cache, chunks, data, heads, stability, tagging
+from . import chunks, data, heads, stability
 from .decode import decode, label_scores
 from .device import prepare
 from .execution import Execution, execution_for
-from .features import MARKERS, Encoding, encode, needs_markers
+from .features import Encoding
 from .loop import Fit, Schedule, fit, predict, selection_value
-from .settings import FinetuneRunSettings, FinetuneSettings, GridSettings, load
+from .run_data import RunData, read_data
+from .settings import FinetuneRunSettings, FinetuneSettings, FinetuneTask, GridSettings, load
 
 log = logging.getLogger(__name__)
-
-
-# Files one of which holds a tokenizer's vocabulary; without them AutoTokenizer may build an empty one.
-TOKENIZER_FILES = (
-    "tokenizer.json",
-    "vocab.txt",
-    "vocab.json",
-    "spiece.model",
-    "sentencepiece.bpe.model",
-    "tokenizer.model",
-)
-
-
-def load_tokenizer(model: str):
-    from transformers import AutoTokenizer
-
-    local = Path(model)
-    if local.is_dir() and not any((local / f).is_file() for f in TOKENIZER_FILES):
-        raise PipelineError(
-            f"--model {model}: the checkpoint directory has no tokenizer (none of {', '.join(TOKENIZER_FILES)}); "
-            "save the tokenizer beside the model (tokenizer.save_pretrained) or rebuild the checkpoint"
-        )
-    try:
-        return AutoTokenizer.from_pretrained(model)
-    except (OSError, ValueError) as exc:
-        raise PipelineError(
-            f"--model {model}: cannot load a tokenizer ({exc}); give a transformers checkpoint "
-            "directory (save_pretrained) or a hub id reachable from this machine"
-        ) from exc
-
-
-def encoding_for(settings: FinetuneRunSettings, labels: list[str], tokenizer, model_path: str) -> Encoding:
-    task, cfg = settings.task, settings.finetune
-    max_length = cfg.max_length
-    limits = [getattr(tokenizer, "model_max_length", None), heads.position_limit(model_path)]
-    context = min((n for n in limits if isinstance(n, int)), default=max_length)
-    chunk_plan = chunks.plan(cfg, max_length, context, task.type)
-    scheme = "plain"
-    if task.type == "ner":
-        bad = [t for t in labels if t != "O" and t[:2] not in ("B-", "I-")]
-        if bad:
-            raise PipelineError(f"task.labels: NER tag {bad[0]!r} is not O, B-<type> or I-<type>")
-        scheme = cfg.tagging
-        labels = tagging.scheme_labels(labels, scheme)
-    return Encoding(
-        task_type=task.type,
-        labels=labels,
-        max_length=max_length,
-        scheme=scheme,
-        label_all_subtokens=cfg.label_all_subtokens,
-        window_context=cfg.window_context,
-        re_input=cfg.re_input,
-        pooling=cfg.pooling,
-        chunks=chunk_plan,
-    )
 
 
 def candidates(cfg: FinetuneSettings) -> list[FinetuneSettings]:
@@ -171,6 +117,55 @@ def choose(
     return trial, result, model, grid
 
 
+@dataclass
+class Scorer:
+    """Scores a model on one split of the run's data, as the task's metric defines it."""
+
+    run: RunData
+    task: FinetuneTask
+    device: Any
+    execution: Execution
+
+    @property
+    def names(self) -> list[str]:
+        return metric_names(self.task.metric)
+
+    @property
+    def pad_id(self) -> int:
+        pad = self.run.tokenizer.pad_token_id
+        return pad if pad is not None else 0
+
+    def outputs(self, model, split: str, cfg: FinetuneSettings) -> list[torch.Tensor]:
+        return predict(model, self.run.features[split], self.task.type, self.pad_id, cfg, self.device, self.execution)
+
+    def scoring(self, split: str) -> dict[str, Any]:
+        return {
+            "labels": self.run.labels or None,
+            "negative_label": self.task.negative_label,
+            "ids": [r["id"] for r in self.run.splits[split]],
+        }
+
+    def dev(self, model, cfg: FinetuneSettings) -> dict[str, float]:
+        """The selection metric on dev, the figure checkpoint and grid selection maximise."""
+        rows = self.run.splits["dev"]
+        preds = decode(
+            self.outputs(model, "dev", cfg), chunks.leads(self.run.features["dev"]), rows, self.run.enc, cfg.threshold
+        )
+        return compute(self.names[0], data.gold(rows, self.task.type), preds, **self.scoring("dev"))
+
+    def test(self, model, trial: FinetuneSettings) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """Every metric of the task on test, and the predictions (id, gold, pred) they were computed from."""
+        rows = self.run.splits["test"]
+        outputs = self.outputs(model, "test", trial)
+        leads = chunks.leads(self.run.features["test"])
+        preds = decode(outputs, leads, rows, self.run.enc, trial.threshold)
+        gold = data.gold(rows, self.task.type)
+        scores = label_scores(outputs, leads, len(gold)) if self.task.type == "doc_classification" else None
+        test = test_section(compute_all(self.names, gold, preds, scores=scores, **self.scoring("test")))
+        predictions = [{"id": r["id"], "gold": g, "pred": p} for r, g, p in zip(rows, gold, preds, strict=True)]
+        return test, predictions
+
+
 def finetune(
     settings: FinetuneRunSettings,
     model_path: str,
@@ -187,76 +182,38 @@ def finetune(
     if steps_from is not None:
         cfg, schedule = fixed_steps(cfg, steps_from)
     torch.set_num_threads(cfg.num_threads)
-    source = data.split_dir(task_dir, task, fold)
-    splits = data.read_splits(source, task.type)
-    labels = data.label_set(task, splits)
-    verify_checkpoint(model_path, "--model")
-    tokenizer = load_tokenizer(model_path)
-    enc = encoding_for(settings, labels, tokenizer, model_path)
-    if needs_markers(enc):
-        tokenizer.add_tokens(list(MARKERS), special_tokens=True)
-
-    def build_features() -> dict[str, Any]:
-        feats = {name: encode(tokenizer, rows, enc) for name, rows in splits.items()}
-        return {"features": feats, "stats": dict(enc.stats)}
-
-    files = {name: source / f"{name}.jsonl" for name in splits}
-    built = cache.cached(cache_dir, cache.key(files, tokenizer, enc), build_features)
-    features, enc.stats = built["features"], built["stats"]
-    for key, n in enc.stats.items():
-        log.info("%s: %d", key.replace("_", " "), n)
-    if enc.chunks is not None:
-        c = enc.chunks
-        log.info("inputs up to %d tokens, read in chunks of %d (stride %d)", enc.max_length, c.length, c.stride)
+    run_data = read_data(settings, model_path, task_dir, fold, cache_dir)
     device, cfg = prepare(cfg, task.type)
-    execution = execution_for(cfg, device, enc.chunks.length if enc.chunks else enc.max_length)
-    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    enc = run_data.enc
+    scorer = Scorer(
+        run_data, task, device, execution_for(cfg, device, enc.chunks.length if enc.chunks else enc.max_length)
+    )
     log.info(
         "%s on %s fold %d seed %d: %s examples, %s features, device %s",
         model_path,
         task.name,
         fold,
         seed,
-        {k: len(v) for k, v in splits.items()},
-        {k: len(v) for k, v in features.items()},
+        {k: len(v) for k, v in run_data.splits.items()},
+        {k: len(v) for k, v in run_data.features.items()},
         device,
     )
-
-    names = metric_names(task.metric)
-
-    def scoring(split: str) -> dict[str, Any]:
-        return {
-            "labels": labels or None,
-            "negative_label": task.negative_label,
-            "ids": [r["id"] for r in splits[split]],
-        }
-
-    def score(model, split: str) -> dict[str, float]:
-        outputs = predict(model, features[split], task.type, pad_id, cfg, device, execution)
-        preds = decode(outputs, chunks.leads(features[split]), splits[split], enc, cfg.threshold)
-        return compute(names[0], data.gold(splits[split], task.type), preds, **scoring(split))
-
     trial, result, chosen_model, grid = choose(
         candidates(cfg),
-        lambda m: score(m, "dev"),
-        features["train"],
+        lambda m: scorer.dev(m, cfg),
+        run_data.features["train"],
         enc,
         model_path,
         task.type,
         seed,
-        pad_id,
-        len(tokenizer),
+        scorer.pad_id,
+        len(run_data.tokenizer),
         device,
         schedule,
-        execution,
+        scorer.execution,
     )
     # The test split is read by nothing above: it is scored here once, with the chosen state.
-    outputs = predict(chosen_model, features["test"], task.type, pad_id, trial, device, execution)
-    leads = chunks.leads(features["test"])
-    test_preds = decode(outputs, leads, splits["test"], enc, trial.threshold)
-    test_gold = data.gold(splits["test"], task.type)
-    scores = label_scores(outputs, leads, len(test_gold)) if task.type == "doc_classification" else None
-    test = test_section(compute_all(names, test_gold, test_preds, scores=scores, **scoring("test")))
+    test, predictions = scorer.test(chosen_model, trial)
     log.info(
         "%s fold %d seed %d: dev %.4f at step %d, test %.4f",
         task.name,
@@ -266,40 +223,69 @@ def finetune(
         result.best_step,
         test["score"],
     )
+    selection = "steps fixed by " + str(steps_from) if steps_from else "best dev score"
+    runtime_s = round(time.perf_counter() - started, 3)
+    metrics = run_record(settings, fold, seed, scorer, cfg, (trial, result, grid), test, runtime_s, selection)
+    inputs: dict[str, Any] = {"model": model_path, "task": str(task_dir)}
+    if steps_from is not None:
+        inputs["selection"] = str(steps_from)
+    write_run(out, to_dict(dataclasses.replace(settings, finetune=cfg)), metrics, predictions, inputs, seed, started_at)
+    return metrics
 
-    metrics = {
-        **run_header(settings, fold, seed, names, test),
+
+def run_record(
+    settings: FinetuneRunSettings,
+    fold: int,
+    seed: int,
+    scorer: Scorer,
+    cfg: FinetuneSettings,
+    chosen: tuple[FinetuneSettings, Fit, list[dict[str, Any]]],
+    test: dict[str, Any],
+    runtime_s: float,
+    selection: str,
+) -> dict[str, Any]:
+    """metrics.json: the test scores, what training chose (``choose``'s trial, fit and grid) and
+    how it went, what the run read and how it ran."""
+    trial, result, grid = chosen
+    enc, run_data = scorer.run.enc, scorer.run
+    return {
+        **run_header(settings, fold, seed, scorer.names, test),
         "dev": result.dev,
         "best_step": result.best_step,
         "steps": result.steps,
         "schedule_steps": result.schedule_steps,
-        "runtime_s": round(time.perf_counter() - started, 3),
+        "runtime_s": runtime_s,
         "hyper": {"lr": trial.lr, "batch_size": trial.batch_size},
-        "selection": "steps fixed by " + str(steps_from) if steps_from else "best dev score",
+        "selection": selection,
         "grid": grid,
         "history": result.history,
-        "examples": {k: len(v) for k, v in splits.items()},
-        "features": {k: len(v) for k, v in features.items()},
+        "examples": {k: len(v) for k, v in run_data.splits.items()},
+        "features": {k: len(v) for k, v in run_data.features.items()},
         "encoding": {"max_length": enc.max_length, "scheme": enc.scheme, **enc.stats, **chunks.record(cfg, enc.chunks)},
         "train_examples_per_s": round(result.train_examples / max(result.train_seconds, 1e-9), 2),
-        "device": str(device),
+        "device": str(scorer.device),
         "precision": trial.precision,
-        "execution": execution.record(),
+        "execution": scorer.execution.record(),
         "stability": {k: getattr(trial, k) for k in stability.KEYS},
     }
+
+
+def write_run(
+    out: Path,
+    resolved: dict[str, Any],
+    metrics: dict[str, Any],
+    predictions: list[dict[str, Any]],
+    inputs: dict[str, Any],
+    seed: int,
+    started_at: str,
+) -> None:
+    """predictions.jsonl, config.yaml and metrics.json, then provenance.json, which marks the run finished."""
     out.mkdir(parents=True, exist_ok=True)
     # provenance.json marks a finished run: an old one must not vouch for half-replaced files
     (out / provenance.FILENAME).unlink(missing_ok=True)
-    predictions = [
-        {"id": r["id"], "gold": g, "pred": p} for r, g, p in zip(splits["test"], test_gold, test_preds, strict=True)
-    ]
     write_jsonl(out / "predictions.jsonl", predictions)
-    resolved = to_dict(dataclasses.replace(settings, finetune=cfg))
     write_yaml(out / "config.yaml", resolved)
     write_json(out / "metrics.json", metrics)
-    inputs: dict[str, Any] = {"model": model_path, "task": str(task_dir)}
-    if steps_from is not None:
-        inputs["selection"] = str(steps_from)
     provenance.record(
         out,
         step="finetune",
@@ -310,7 +296,6 @@ def finetune(
         started=started_at,
         outputs=[out / "metrics.json", out / "predictions.jsonl", out / "config.yaml"],
     )
-    return metrics
 
 
 def main(argv: Sequence[str] | None = None) -> None:

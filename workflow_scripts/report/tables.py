@@ -210,6 +210,48 @@ def cells_of(cells: dict, task: str, view: str) -> dict[str, Cell]:
     return {c.model: c for (_, t, v), c in cells.items() if t == task and v == view}
 
 
+def summary_rows(settings: ReportSettings, summaries: dict, bench: str, label: str, tasks: list[str]) -> list[dict]:
+    """The CSV rows of a benchmark's table: per model, its tasks' cells, then its summary rows."""
+    stat = settings.aggregation.statistic_of(bench)
+    rows = []
+    for model in settings.models:
+        column = getattr(settings.models[model].published, bench)
+        same = {"model": model, "model_display": settings.models[model].display, "statistic": stat}
+        same["published_source"] = column or ""
+        for name in tasks:
+            c = summaries["cells"][(model, name, bench)]
+            rows.append(
+                {
+                    **same,
+                    label: name,
+                    "metric": c.metric,
+                    "value": render.csv_number(c.value),
+                    "published": c.published,
+                    "difference": render.csv_number(c.difference),
+                    "members": name,
+                    "missing": "" if c.value is not None else name,
+                    "restricted": c.restricted,
+                    "note": c.note,
+                }
+            )
+        for name, row in summaries["rows"][model].items():
+            rows.append(
+                {
+                    **same,
+                    label: name,
+                    "metric": "",
+                    "value": render.csv_number(row.ours.value),
+                    "published": render.csv_number(row.published.value) if row.published else None,
+                    "difference": render.csv_number(row.difference),
+                    "members": ";".join(row.ours.members),
+                    "missing": ";".join(row.ours.missing),
+                    "restricted": row.restricted,
+                    "note": row.note,
+                }
+            )
+    return rows
+
+
 def summary_table(
     settings: ReportSettings,
     summaries: dict,
@@ -224,63 +266,11 @@ def summary_table(
     """A benchmark's table: its tasks' cells (the BLURB table lists them), then the summary rows
     (group means, type means, the BLURB score), each beside the published value."""
     stat = settings.aggregation.statistic_of(bench)
-    header = [
-        "model",
-        "model_display",
-        label,
-        "metric",
-        "statistic",
-        "value",
-        "published",
-        "published_source",
-        "difference",
-        "members",
-        "missing",
-        "restricted",
-        "note",
-    ]
+    header = ["model", "model_display", label, "metric", "statistic", "value", "published", "published_source"]
+    header += ["difference", "members", "missing", "restricted", "note"]
     tasks = [n for n, t in settings.tasks.items() if bench in t.benchmarks] if bench == "blurb" else []
     models = list(settings.models)
-    rows = []
-    for model in models:
-        column = getattr(settings.models[model].published, bench)
-        for name in tasks:
-            c = summaries["cells"][(model, name, bench)]
-            rows.append(
-                {
-                    "model": model,
-                    "model_display": settings.models[model].display,
-                    label: name,
-                    "metric": c.metric,
-                    "statistic": stat,
-                    "value": render.csv_number(c.value),
-                    "published": c.published,
-                    "published_source": column or "",
-                    "difference": render.csv_number(c.difference),
-                    "members": name,
-                    "missing": "" if c.value is not None else name,
-                    "restricted": c.restricted,
-                    "note": c.note,
-                }
-            )
-        for name, row in summaries["rows"][model].items():
-            rows.append(
-                {
-                    "model": model,
-                    "model_display": settings.models[model].display,
-                    label: name,
-                    "metric": "",
-                    "statistic": stat,
-                    "value": render.csv_number(row.ours.value),
-                    "published": render.csv_number(row.published.value) if row.published else None,
-                    "published_source": column or "",
-                    "difference": render.csv_number(row.difference),
-                    "members": ";".join(row.ours.members),
-                    "missing": ";".join(row.ours.missing),
-                    "restricted": row.restricted,
-                    "note": row.note,
-                }
-            )
+    rows = summary_rows(settings, summaries, bench, label, tasks)
     names = list(next(iter(summaries["rows"].values())).keys()) if summaries["rows"] else []
     display = [
         [(settings.tasks[n].display, ""), (_measure(settings, n, bench), "")]
