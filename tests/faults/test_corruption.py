@@ -118,14 +118,7 @@ def test_a_second_trainer_on_the_same_state_refuses_to_start(base, tmp_path):
         sys.executable,
         "-m",
         "workflow_scripts.pretrain.pretrain",
-        "--settings",
-        str(settings),
-        "--corpus",
-        str(base["corpus"]),
-        "--tokenizer",
-        str(base["wordpiece"]),
-        "--out",
-        str(out),
+        *fx.flags(settings=settings, corpus=base["corpus"], tokenizer=base["wordpiece"], out=out),
     ]
     first = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:

@@ -33,18 +33,7 @@ DECLARED = ("model.safetensors", "config.json", "provenance.json")
 def _train(root: Path) -> Path:
     index = fx.pack(root / "corpus", root / "vocab", root / "results" / "packed")
     out = root / "results" / "model"
-    pretrain_cli.main(
-        [
-            "--settings",
-            str(root / "settings.yaml"),
-            "--packed",
-            str(index),
-            "--tokenizer",
-            str(root / "vocab"),
-            "--out",
-            str(out),
-        ]
-    )
+    pretrain_cli.main(fx.flags(settings=root / "settings.yaml", packed=index, tokenizer=root / "vocab", out=out))
     return out
 
 

@@ -166,6 +166,12 @@ TINY = {
 }
 
 
+def flags(**values) -> list[str]:
+    """A command line from keywords, in their order: ``flags(settings=s, stop_after=3)`` is
+    ``["--settings", str(s), "--stop-after", "3"]``."""
+    return [item for key, value in values.items() for item in (f"--{key.replace('_', '-')}", str(value))]
+
+
 def write_settings(path: Path, name: str = "m", key: str = "pretrain", **overrides) -> Path:
     body = {**TINY, **overrides}
     path.write_text(yaml.safe_dump({"model": {"name": name, key: body}}))
@@ -184,8 +190,8 @@ def pretrain(
     """Run the pretraining CLI on ``base["corpus"]`` from a tokenizer of ``base`` or from ``init``."""
     settings = write_settings(tmp_path / f"{name}.yaml", name, **overrides)
     out = tmp_path / name
-    source = ["--init", str(init)] if init else ["--tokenizer", str(base[tokenizer])]
-    argv = ["--settings", str(settings), "--corpus", str(base["corpus"]), *source, "--out", str(out)]
+    source = flags(init=init) if init else flags(tokenizer=base[tokenizer])
+    argv = [*flags(settings=settings, corpus=base["corpus"]), *source, *flags(out=out)]
     if stop_after:
         argv += ["--stop-after", str(stop_after)]
     pretrain_cli.main(argv)

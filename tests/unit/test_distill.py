@@ -197,16 +197,7 @@ def setup(tmp_path_factory):
 def _distill(setup, tmp_path, name, init=None, stop_after=None, **overrides) -> Path:
     settings = fx.write_settings(tmp_path / f"{name}.yaml", name, key="distill", **overrides)
     out = tmp_path / name
-    argv = [
-        "--settings",
-        str(settings),
-        "--teacher",
-        str(setup["teacher"]),
-        "--corpus",
-        str(setup["corpus"]),
-        "--out",
-        str(out),
-    ]
+    argv = fx.flags(settings=settings, teacher=setup["teacher"], corpus=setup["corpus"], out=out)
     if init:
         argv += ["--init", str(init)]
     if stop_after:
@@ -311,18 +302,7 @@ def test_student_from_a_model_with_another_vocabulary_is_refused(setup, tmp_path
     other_vocab = fx.make_wordpiece(tmp_path / "other", fx.documents(300, seed=5), vocab_size=260)
     settings = fx.write_settings(tmp_path / "o.yaml", "o", max_steps=2)
     other = tmp_path / "other_model"
-    pretrain_cli.main(
-        [
-            "--settings",
-            str(settings),
-            "--corpus",
-            str(setup["corpus"]),
-            "--tokenizer",
-            str(other_vocab),
-            "--out",
-            str(other),
-        ]
-    )
+    pretrain_cli.main(fx.flags(settings=settings, corpus=setup["corpus"], tokenizer=other_vocab, out=other))
     with pytest.raises(PipelineError, match="teacher/student vocabulary mismatch"):
         _distill(setup, tmp_path, "s", init=other, student={"init": "model"})
     with pytest.raises(

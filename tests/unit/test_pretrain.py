@@ -187,18 +187,7 @@ def test_loss_falls_and_checkpoint_reloads(trained, base):
 def test_rerun_after_completion_retrains_nothing(trained, base, tmp_path):
     before = load_file(trained / "model.safetensors")
     settings = trained.parent / "m.yaml"
-    pretrain_cli.main(
-        [
-            "--settings",
-            str(settings),
-            "--corpus",
-            str(base["corpus"]),
-            "--tokenizer",
-            str(base["wordpiece"]),
-            "--out",
-            str(trained),
-        ]
-    )
+    pretrain_cli.main(fx.flags(settings=settings, corpus=base["corpus"], tokenizer=base["wordpiece"], out=trained))
     after = load_file(trained / "model.safetensors")
     assert all(torch.equal(before[k], after[k]) for k in before)
     assert (trained / "training_state" / "latest").read_text().strip() == "step~00000080"
@@ -244,14 +233,7 @@ def test_sigterm_checkpoints_and_the_rerun_resumes(base, tmp_path):
         sys.executable,
         "-m",
         "workflow_scripts.pretrain.pretrain",
-        "--settings",
-        str(settings),
-        "--corpus",
-        str(base["corpus"]),
-        "--tokenizer",
-        str(base["wordpiece"]),
-        "--out",
-        str(out),
+        *fx.flags(settings=settings, corpus=base["corpus"], tokenizer=base["wordpiece"], out=out),
     ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     log = out / "training_state" / "train_log.jsonl"
@@ -269,18 +251,7 @@ def test_sigterm_checkpoints_and_the_rerun_resumes(base, tmp_path):
     assert state["step"] == step and state["scheduler"]["last_epoch"] == step
     # the re-run continues from that step instead of starting again
     pretrain_cli.main(
-        [
-            "--settings",
-            str(settings),
-            "--corpus",
-            str(base["corpus"]),
-            "--tokenizer",
-            str(base["wordpiece"]),
-            "--out",
-            str(out),
-            "--stop-after",
-            str(step + 2),
-        ]
+        fx.flags(settings=settings, corpus=base["corpus"], tokenizer=base["wordpiece"], out=out, stop_after=step + 2)
     )
     assert [r["step"] for r in _log_rows(log)] == list(range(1, step + 3))
 
@@ -343,16 +314,7 @@ def test_missing_init_and_tokenizer_are_clear(base, tmp_path):
     settings = fx.write_settings(tmp_path / "s.yaml")
     with pytest.raises(PipelineError, match="tokenizer directory not found"):
         pretrain_cli.main(
-            [
-                "--settings",
-                str(settings),
-                "--corpus",
-                str(base["corpus"]),
-                "--tokenizer",
-                str(tmp_path / "v"),
-                "--out",
-                str(tmp_path / "o"),
-            ]
+            fx.flags(settings=settings, corpus=base["corpus"], tokenizer=tmp_path / "v", out=tmp_path / "o")
         )
 
 
@@ -399,36 +361,14 @@ def test_a_packed_corpus_trains_without_its_parquet_files(base, tmp_path):
     ):
         pretrain_cli.main(["--settings", str(longer), "--packed", str(index), *vocab, "--out", str(tmp_path / "o64")])
     with pytest.raises(PipelineError, match="packed with a different tokenizer than the model's"):
-        pretrain_cli.main(
-            [
-                "--settings",
-                str(settings),
-                "--packed",
-                str(index),
-                "--tokenizer",
-                str(base["bpe"]),
-                "--out",
-                str(tmp_path / "obpe"),
-            ]
-        )
+        pretrain_cli.main(fx.flags(settings=settings, packed=index, tokenizer=base["bpe"], out=tmp_path / "obpe"))
 
 
 def test_too_little_text_for_one_block_is_named(base, tmp_path):
     small = fx.make_corpus(tmp_path / "small", n_docs=1, shards=1)
     settings = fx.write_settings(tmp_path / "s.yaml", phases=[{"seq_len": 512, "fraction": 1.0}], heldout_fraction=0.0)
     with pytest.raises(PipelineError, match="no training block of 512 tokens; add text or lower phases"):
-        pretrain_cli.main(
-            [
-                "--settings",
-                str(settings),
-                "--corpus",
-                str(small),
-                "--tokenizer",
-                str(base["wordpiece"]),
-                "--out",
-                str(tmp_path / "o"),
-            ]
-        )
+        pretrain_cli.main(fx.flags(settings=settings, corpus=small, tokenizer=base["wordpiece"], out=tmp_path / "o"))
 
 
 def test_a_small_corpus_wraps_into_more_epochs(base, tmp_path):
@@ -452,18 +392,7 @@ def test_two_processes_equal_one_process_with_double_batch(base, tmp_path):
     common = dict(max_steps=6, batch_size=8, dropout=0.0, attention_dropout=0.0, heldout_fraction=0.0, num_threads=1)
     one = tmp_path / "one"
     settings = fx.write_settings(tmp_path / "one.yaml", micro_batch_size=4, **common)
-    pretrain_cli.main(
-        [
-            "--settings",
-            str(settings),
-            "--corpus",
-            str(base["corpus"]),
-            "--tokenizer",
-            str(base["wordpiece"]),
-            "--out",
-            str(one),
-        ]
-    )
+    pretrain_cli.main(fx.flags(settings=settings, corpus=base["corpus"], tokenizer=base["wordpiece"], out=one))
     two = tmp_path / "two"
     settings2 = fx.write_settings(tmp_path / "two.yaml", **common)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -478,14 +407,7 @@ def test_two_processes_equal_one_process_with_double_batch(base, tmp_path):
             str(_free_port()),
             "-m",
             "workflow_scripts.pretrain.pretrain",
-            "--settings",
-            str(settings2),
-            "--corpus",
-            str(base["corpus"]),
-            "--tokenizer",
-            str(base["wordpiece"]),
-            "--out",
-            str(two),
+            *fx.flags(settings=settings2, corpus=base["corpus"], tokenizer=base["wordpiece"], out=two),
         ],
         capture_output=True,
         text=True,

@@ -290,16 +290,7 @@ def test_two_processes_talk_only_at_log_steps_and_tuned_ddp_changes_no_weight(tm
     )
     worker = tmp_path / "worker.py"
     worker.write_text(WORKER)
-    cli = [
-        "--settings",
-        str(settings),
-        "--corpus",
-        str(corpus),
-        "--tokenizer",
-        str(tokenizer),
-        "--out",
-        str(tmp_path / "m"),
-    ]
+    cli = fx.flags(settings=settings, corpus=corpus, tokenizer=tokenizer, out=tmp_path / "m")
     proc = subprocess.run(
         [
             sys.executable,
