@@ -134,3 +134,17 @@ def test_multibootstrap_with_one_pretraining_seed_resamples_fine_tuning_seeds_on
     assert r.p_one_sided == 0.0 and 0.01 <= r.ci_low < r.ci_high <= 0.04
     with pytest.raises(ValueError, match="one shape"):
         multibootstrap(d, np.zeros((2, 4)))
+
+
+def test_a_claim_over_pretraining_seeds_reports_the_interval_of_its_own_test():
+    # Two pretraining seeds x five fine-tuning seeds, A - B. The bootstrap's interval lies below
+    # zero, but the five fine-tuning seeds' means (-6, 0, -6, -3.5, +3) do not reject zero in the
+    # t-test, whose p the claim takes: its interval must then hold zero as well.
+    b = np.full((2, 5), 60.0)
+    a = b + np.array([[-7.0, 0.0, -5.0, -2.0, 3.0], [-5.0, 0.0, -7.0, -5.0, 3.0]])
+    (claim,) = run_family([(a.tolist(), b.tolist())], 0.05, "holm", 0.95)
+    boot = multibootstrap(a, b, seed=0)
+    t_p, t_low, t_high = t_test((a - b).mean(axis=0), 0.95)
+    assert boot.ci_high < 0 < t_high and t_p > 0.05 and claim.p == pytest.approx(t_p)
+    assert (claim.ci_low, claim.ci_high) == pytest.approx((min(boot.ci_low, t_low), t_high))
+    assert claim.ci_low < 0 < claim.ci_high

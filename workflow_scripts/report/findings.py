@@ -270,9 +270,11 @@ def pretraining_seeds(settings: ReportSettings) -> str:
         f"'The MultiBERTs'): {SAMPLES:,} replicates, each drawing pretraining seeds with replacement and, "
         "within each, fine-tuning seeds, the same draws for both models (a model pretrained once pairs its runs "
         "with each of the other's seeds); its p is twice the share of replicates on the smaller side of zero, "
-        "counted as (k + 1) / (B + 1), the interval their percentiles. A bootstrap over a few seeds covers too "
+        "counted as (k + 1) / (B + 1), its interval their percentiles. A bootstrap over a few seeds covers too "
         "little, so such a claim must also pass the test above on the runs' means over pretraining seeds: its p "
-        "is the larger of the two (an intersection-union test). Such a claim beyond noise survives "
+        "is the larger of the two (an intersection-union test), and its interval the two intervals joined (the "
+        "shifts that not both tests reject), so it holds zero wherever the p says noise. Such a claim beyond "
+        "noise survives "
         "pretraining-seed variation; the other intervals cover fine-tuning seeds only."
     )
 

@@ -59,12 +59,14 @@ def _test(pair: tuple, level: float, confidence: float, seed: int) -> Paired:
     multi-bootstrap and that test on the runs' means over pretraining seeds (an intersection-union
     test: p is the larger of the two): a bootstrap over a handful of seeds is anti-conservative
     (with every difference of one sign its p is the smallest it can give, whatever the spread),
-    so the multi-bootstrap alone never decides."""
+    so the multi-bootstrap alone never decides. The interval is that test's too: the shifts
+    not rejected by both, the two intervals joined, so that it holds zero whenever p says noise."""
     if not is_grid(pair):
         return paired_comparison(pair[0], pair[1], level, confidence)
     grid = paired_multibootstrap(pair[0], pair[1], confidence, seed)
     runs = paired_comparison(np.mean(pair[0], axis=0), np.mean(pair[1], axis=0), level, confidence)
     grid.test, grid.p = f"{MULTI_BOOTSTRAP} and {runs.test}", max(grid.p, runs.p)
+    grid.ci_low, grid.ci_high = min(grid.ci_low, runs.ci_low), max(grid.ci_high, runs.ci_high)
     return grid
 
 
