@@ -356,6 +356,19 @@ def test_findings_state_every_comparison_with_its_test_and_verdict(demo_run):
     assert unsupported(sentences, cfg.get("report", {}).get("alpha", 0.05)) == []
 
 
+def test_every_interval_holds_zero_where_its_p_says_noise(demo_run):
+    """An interval is the test's own: where p does not reject zero at the interval's level, zero
+    lies inside it, a claim over pretraining seeds included (its two tests' intervals joined)."""
+    rows = pd.read_csv(demo_run / "results/tables/comparisons.csv").dropna(subset=["p"]).to_dict("records")
+    assert any(r["pretrain_seeds"] > 1 for r in rows)
+    noise = [r for r in rows if r["p"] >= 1 - r["confidence"]]
+    assert noise and all(r["ci_low"] <= 0 <= r["ci_high"] for r in noise), [
+        (r["task"], r["model_a"], r["model_b"], r["ci_low"], r["ci_high"], r["p"])
+        for r in noise
+        if not r["ci_low"] <= 0 <= r["ci_high"]
+    ]
+
+
 def test_the_model_pretrained_with_two_seeds_is_pooled_and_tested_over_both_seed_kinds(demo_run):
     """demo-roberta-m3 (pretrain_seeds: [42, 43]): two checkpoints, cells pooled over 2 x 5 runs, its
     pairs tested with the multi-bootstrap, and its findings saying whether each effect survives."""
