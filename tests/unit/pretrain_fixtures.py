@@ -193,7 +193,7 @@ def pretrain(
     source = flags(init=init) if init else flags(tokenizer=base[tokenizer])
     argv = [*flags(settings=settings, corpus=base["corpus"]), *source, *flags(out=out)]
     if stop_after:
-        argv += ["--stop-after", str(stop_after)]
+        argv += flags(stop_after=stop_after)
     pretrain_cli.main(argv)
     return out
 

@@ -125,7 +125,7 @@ def filter_pass(files: Sequence[Path], up, settings: CorpusSettings, tally: Tall
     jobs) copied into a scratch file; near duplicates are then found in one batch step."""
     c = settings.clean
     n = up.documents
-    found = Pass1(np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int8), np.zeros(0, dtype=bool))
+    survives, lang = np.zeros(n, dtype=bool), np.zeros(n, dtype=np.int8)
     filters = Filters(settings)
     hasher = MinHasher(c.near_dedup.num_perm, c.near_dedup.shingle, c.near_dedup.seed)
     sigs = None
@@ -140,20 +140,18 @@ def filter_pass(files: Sequence[Path], up, settings: CorpusSettings, tally: Tall
         size = _size(row["text"])
         tally.read(size)
         language = detect_language(row["text"])
-        found.lang[k] = LANGS.index(language)
+        lang[k] = LANGS.index(language)
         reason = filters.reason(row, language)
         if reason is not None:
             tally.drop(reason, size)
             continue
-        found.survives[k] = True
+        survives[k] = True
         if sigs is not None:
             sigs[kept] = stored if stored is not None else hasher.signature(row["text"])
         kept += 1
-    if sigs is not None:
-        found.near = find_near_duplicates(sigs[:kept], c.near_dedup.threshold, c.near_dedup.seed)
-    else:
-        found.near = np.zeros(kept, dtype=bool)
-    return found
+    if sigs is None:
+        return Pass1(survives, lang, np.zeros(kept, dtype=bool))
+    return Pass1(survives, lang, find_near_duplicates(sigs[:kept], c.near_dedup.threshold, c.near_dedup.seed))
 
 
 @contextmanager
@@ -224,7 +222,9 @@ def write_pass(
             )
 
 
-def corpus_stats(settings: CorpusSettings, files: Sequence[Path], up, tally: Tally) -> dict:
+def corpus_stats(
+    settings: CorpusSettings, files: Sequence[Path], up, tally: Tally, decontamination: tuple[NgramIndex | None, dict]
+) -> dict:
     """stats.json: what was read, what each filter dropped, the stage table and the shards."""
     stages = stage_table(tally.total, tally.dropped)
     stats = {
@@ -252,6 +252,9 @@ def corpus_stats(settings: CorpusSettings, files: Sequence[Path], up, tally: Tal
     selection = source_selection(files)
     if selection:
         stats["source_selection"] = selection
+    index, decontam_info = decontamination
+    if index is not None:
+        stats["decontamination"] = decontam_info
     return stats
 
 
@@ -276,10 +279,7 @@ def build(
         found = filter_pass(files, up, settings, tally, Path(scratch))
         with atomic_dir(out) as tmp:
             write_pass(files, up, settings, found, tally, decontamination, tmp)
-            stats = corpus_stats(settings, files, up, tally)
-            index, decontam_info = decontamination
-            if index is not None:
-                stats["decontamination"] = decontam_info
+            stats = corpus_stats(settings, files, up, tally, decontamination)
             write_json(tmp / "stats.json", stats)
     return stats
 

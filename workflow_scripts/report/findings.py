@@ -274,8 +274,7 @@ def pretraining_seeds(settings: ReportSettings) -> str:
         "little, so such a claim must also pass the test above on the runs' means over pretraining seeds: its p "
         "is the larger of the two (an intersection-union test), and its interval the two intervals joined (the "
         "shifts that not both tests reject), so it holds zero wherever the p says noise. Such a claim beyond "
-        "noise survives "
-        "pretraining-seed variation; the other intervals cover fine-tuning seeds only."
+        "noise survives pretraining-seed variation; the other intervals cover fine-tuning seeds only."
     )
 
 
