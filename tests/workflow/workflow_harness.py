@@ -97,6 +97,11 @@ def copy_finished(workdir: Path, dest: Path) -> Path:
     return Path(shutil.copytree(workdir, dest / workdir.name, symlinks=True))
 
 
+# A guard against a hung run, not a speed bar: the whole demo beside the other test worker took 28 to 30+
+# minutes on 2-core AVX2-only machines (Zen 3), against 10 on a 2-core Zen 4.
+DEMO_RUN_LIMIT_S = 3600
+
+
 def run_demo(workdir: Path, *args: str) -> subprocess.CompletedProcess:
     """The demo as `make demo` runs it: fine-tuning runs fork a preloaded interpreter."""
     return snakemake(
@@ -107,6 +112,7 @@ def run_demo(workdir: Path, *args: str) -> subprocess.CompletedProcess:
         "--workflow-profile",
         str(ROOT / "profiles" / "local"),
         *args,
+        timeout=DEMO_RUN_LIMIT_S,
         preload=True,
     )
 
