@@ -20,14 +20,25 @@ def snakemake(*args: str, cwd: Path = ROOT, timeout: int = 1800, preload: bool =
     env = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
     if preload:
         env["WORKFLOW_PRELOAD"] = "1"
-    return subprocess.run(
-        [str(BIN / "snakemake"), *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+    try:
+        return subprocess.run(
+            [str(BIN / "snakemake"), *args],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+    except subprocess.TimeoutExpired as hung:
+        command = " ".join(args)
+        raise AssertionError(f"snakemake {command} did not end in {timeout} s: {_progress(hung.stderr)}") from None
+
+
+def _progress(stderr: bytes | str | None) -> str:
+    """Snakemake's last 'N of M steps (P%) done' line: how far a run got before it was stopped."""
+    text = stderr.decode(errors="replace") if isinstance(stderr, bytes) else stderr or ""
+    done = [line.strip() for line in text.splitlines() if "steps (" in line and line.strip().endswith("done")]
+    return done[-1] if done else "no job had finished"
 
 
 def copy_demo(dest: Path) -> Path:
