@@ -12,6 +12,8 @@ from typing import Any
 
 import yaml
 
+from workflow_scripts.console import STEPS
+
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
@@ -37,7 +39,7 @@ def snakemake(*args: str, cwd: Path = ROOT, timeout: int = 1800, preload: bool =
 def _progress(stderr: bytes | str | None) -> str:
     """Snakemake's last 'N of M steps (P%) done' line: how far a run got before it was stopped."""
     text = stderr.decode(errors="replace") if isinstance(stderr, bytes) else stderr or ""
-    done = [line.strip() for line in text.splitlines() if "steps (" in line and line.strip().endswith("done")]
+    done = [line.strip() for line in text.splitlines() if STEPS.match(line.strip())]
     return done[-1] if done else "no job had finished"
 
 
@@ -108,8 +110,8 @@ def copy_finished(workdir: Path, dest: Path) -> Path:
     return Path(shutil.copytree(workdir, dest / workdir.name, symlinks=True))
 
 
-# A guard against a hung run, not a speed bar: the whole demo beside the other test worker took 28 to 30+
-# minutes on 2-core AVX2-only machines (Zen 3), against 10 on a 2-core Zen 4.
+# A guard against a hung run, not a speed bar: the whole demo beside the other test worker took 24 to 31
+# minutes on a 2-core AVX2-only Zen 3 (over 30 on one CI machine), against 15 to 17 on a 2-core Zen 4.
 DEMO_RUN_LIMIT_S = 3600
 
 
