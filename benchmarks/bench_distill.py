@@ -35,8 +35,15 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import yaml
-from bench_pretrain import device_name, fill_defaults, release, synthetic_corpus, use_device, wordpiece
+from bench_pretrain import (
+    device_name,
+    fill_defaults,
+    release,
+    synthetic_corpus,
+    timed_run_settings,
+    use_device,
+    wordpiece,
+)
 from transformers import PreTrainedTokenizerFast
 from transformers.utils import logging as hf_logging
 
@@ -56,24 +63,7 @@ def run(
     work: Path, name: str, teacher: Path, corpus: Path, recipe: dict, steps: int, warmup: int, force_chunks=False
 ) -> dict:
     release(torch.device("cuda" if torch.cuda.is_available() else "cpu"))
-    settings = work / f"{name}.yaml"
-    settings.write_text(
-        yaml.safe_dump(
-            {
-                "model": {
-                    "name": name,
-                    "distill": {
-                        **recipe,
-                        "max_steps": steps,
-                        "log_every": warmup,
-                        "checkpoint_every": 10**9,
-                        "heldout_fraction": 0.0,
-                        "export_checkpoints": False,
-                    },
-                }
-            }
-        )
-    )
+    settings = timed_run_settings(work, name, "distill", recipe, steps, warmup)
     out = work / name
     chosen = distill_cli.kl_rows
     distill_cli.kl_rows = chunked_kl if force_chunks else chosen

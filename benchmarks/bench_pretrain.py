@@ -199,27 +199,26 @@ def peak_memory_mb(device: torch.device) -> float | None:
     return torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda" else None
 
 
+def timed_run_settings(work: Path, name: str, kind: str, recipe: dict, steps: int, warmup: int) -> Path:
+    """The settings file of a timed ``kind`` run (pretrain or distill): ``steps`` steps of ``recipe``, logged
+    once after the ``warmup`` steps, with no checkpoint, held-out split or export to slow it."""
+    settings = work / f"{name}.yaml"
+    run = {
+        **recipe,
+        "max_steps": steps,
+        "log_every": warmup,
+        "checkpoint_every": 10**9,
+        "heldout_fraction": 0.0,
+        "export_checkpoints": False,
+    }
+    settings.write_text(yaml.safe_dump({"model": {"name": name, kind: run}}))
+    return settings
+
+
 def run_ours(
     work: Path, corpus: Path, vocab: Path, recipe: dict, steps: int, warmup: int, name: str, device: torch.device
 ) -> dict:
-    settings = work / f"{name}.yaml"
-    settings.write_text(
-        yaml.safe_dump(
-            {
-                "model": {
-                    "name": name,
-                    "pretrain": {
-                        **recipe,
-                        "max_steps": steps,
-                        "log_every": warmup,
-                        "checkpoint_every": 10**9,
-                        "heldout_fraction": 0.0,
-                        "export_checkpoints": False,
-                    },
-                }
-            }
-        )
-    )
+    settings = timed_run_settings(work, name, "pretrain", recipe, steps, warmup)
     out = work / name
     pretrain_cli.main(
         ["--settings", str(settings), "--corpus", str(corpus), "--tokenizer", str(vocab), "--out", str(out)]

@@ -35,23 +35,12 @@ from ..typed import to_dict
 from .decontam import NgramIndex
 from .dedup import MinHasher, find_near_duplicates, minhash_params
 from .filters import LANGS, REASONS, Filters, Tally, stage_table
-from .records import iter_parsed, iter_with_signatures, read_info
+from .records import SHARD_SCHEMA, iter_parsed, iter_with_signatures, read_info
 from .settings import CorpusSettings, load
 from .text import detect_language, split_sentences, words
 from .updates import resolve_updates
 
 log = logging.getLogger(__name__)
-
-OUT_SCHEMA = pa.schema(
-    [
-        ("id", pa.string()),
-        ("source", pa.string()),
-        ("text", pa.string()),
-        ("words", pa.int64()),
-        ("language", pa.string()),
-        ("metadata", pa.string()),
-    ]
-)
 
 
 def _decontamination_index(settings: CorpusSettings, task_texts: Sequence[str]) -> tuple[NgramIndex | None, dict]:
@@ -157,20 +146,20 @@ def filter_pass(files: Sequence[Path], up, settings: CorpusSettings, tally: Tall
 @contextmanager
 def shard_writers(folder: Path, count: int) -> Iterator[Callable[[int, dict], None]]:
     """``add(shard, row)``, buffered and written 2,000 rows at a time into shard~<i>.parquet."""
-    writers = [pq.ParquetWriter(folder / f"shard~{i}.parquet", OUT_SCHEMA) for i in range(count)]
+    writers = [pq.ParquetWriter(folder / f"shard~{i}.parquet", SHARD_SCHEMA) for i in range(count)]
     buffers: list[list[dict]] = [[] for _ in writers]
 
     def add(shard: int, row: dict) -> None:
         buffers[shard].append(row)
         if len(buffers[shard]) >= 2000:
-            writers[shard].write_table(pa.Table.from_pylist(buffers[shard], OUT_SCHEMA))
+            writers[shard].write_table(pa.Table.from_pylist(buffers[shard], SHARD_SCHEMA))
             buffers[shard] = []
 
     try:
         yield add
         for w, buf in zip(writers, buffers, strict=True):
             if buf:
-                w.write_table(pa.Table.from_pylist(buf, OUT_SCHEMA))
+                w.write_table(pa.Table.from_pylist(buf, SHARD_SCHEMA))
     finally:
         for w in writers:
             w.close()

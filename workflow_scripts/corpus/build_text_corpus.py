@@ -23,18 +23,9 @@ from ..atomic import atomic_dir, write_json
 from ..cli import run
 from ..errors import PipelineError
 from ..textfile import read_text
+from .records import SHARD_SCHEMA
 
 _PARAGRAPH = re.compile(r"\n\s*\n")
-SCHEMA = pa.schema(
-    [
-        ("id", pa.string()),
-        ("source", pa.string()),
-        ("text", pa.string()),
-        ("words", pa.int64()),
-        ("language", pa.string()),
-        ("metadata", pa.string()),
-    ]
-)
 
 
 def paragraphs(path: Path) -> list[str]:
@@ -69,7 +60,7 @@ def build(source: Path, name: str, out: Path) -> dict:
         "shards": [{"file": "shard~0.parquet", "documents": len(docs)}],
     }
     with atomic_dir(out) as tmp:
-        pq.write_table(pa.table(rows, schema=SCHEMA), tmp / "shard~0.parquet")
+        pq.write_table(pa.table(rows, schema=SHARD_SCHEMA), tmp / "shard~0.parquet")
         write_json(tmp / "stats.json", stats)
     return stats
 

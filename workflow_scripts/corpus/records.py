@@ -1,4 +1,5 @@
-"""The Parquet layout shared by the parse step (one file per raw file) and the build step.
+"""The Parquet layouts of a corpus: the parse step's records (one file per raw file), which the build
+step reads, and the corpus shards (``SHARD_SCHEMA``) that every corpus directory holds.
 
 Each row is a document (``op = "add"``) or, for PubMed update files, a withdrawal
 (``op = "delete"``). ``minhash`` holds the document's MinHash signature, computed here so
@@ -33,6 +34,17 @@ SCHEMA = pa.schema(
         ("iserror", pa.bool_()),
         ("metadata", pa.string()),
         ("minhash", pa.list_(pa.uint32())),
+    ]
+)
+# A corpus directory's shard~<i>.parquet, whichever step built it (build_corpus, build_text_corpus).
+SHARD_SCHEMA = pa.schema(
+    [
+        ("id", pa.string()),
+        ("source", pa.string()),
+        ("text", pa.string()),
+        ("words", pa.int64()),
+        ("language", pa.string()),
+        ("metadata", pa.string()),
     ]
 )
 META_KEY = b"corpus_parse"
