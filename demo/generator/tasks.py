@@ -13,6 +13,7 @@ Usage: python demo/generator/tasks.py --out demo/raw_source/tasks [--spec demo/g
 from __future__ import annotations
 
 import argparse
+import copy
 import gzip
 import hashlib
 import io
@@ -410,16 +411,16 @@ def demo_nli() -> dict[str, bytes]:
 # --------------------------------------------------------------------------- registry entries
 
 
-def _entry(name, display, type_, domain, fmt, files, splits, metric, labels, **extra):
+def _entry(name: str, files: dict[str, bytes], row: dict) -> dict:
+    """The registry entry of one task: its row of TASKS, with the sha256 of every file it writes."""
     # The demo tasks stand in for both benchmarks so the demo computes group means and a
     # BLURB-style score; BLURB has no NLI task.
-    benchmarks = ["lewis"] if type_ == "nli" else ["lewis", "blurb"]
-    return {
+    benchmarks = ["lewis"] if row["type"] == "nli" else ["lewis", "blurb"]
+    head = {key: row[key] for key in ("display", "type", "domain", "format")}
+    rest = {key: value for key, value in row.items() if key not in head}
+    entry = {
         "name": name,
-        "display": display,
-        "type": type_,
-        "domain": domain,
-        "format": fmt,
+        **head,
         "benchmarks": benchmarks,
         "source": {
             "files": {
@@ -427,55 +428,59 @@ def _entry(name, display, type_, domain, fmt, files, splits, metric, labels, **e
                 for f, data in sorted(files.items())
             }
         },
+        **rest,
+    }
+    # copies, so that YAML writes no anchors where two tasks share a value
+    return copy.deepcopy(entry)
+
+
+# Sized for a 2-layer, hidden-64 model on CPU: a few epochs at the learning rate it was
+# pretrained with, without dropout (dropout 0.1 and lr 1e-3 favour random weights).
+SMALL = {"batch_size": 16, "lr": 3.0e-3, "dropout": 0.0, "epochs": 5, "eval_every": 0, "patience": 0}
+# A two-layer model pretrained only on MLM gives [CLS] no summary of its input (the papers'
+# models are 12 layers and were pretrained far longer); the sentence-level tasks read the
+# mean over the input's tokens instead.
+SENTENCE = {**SMALL, "pooling": "mean"}
+TSV_SPLITS = {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"}
+
+
+def _row(display, type_, domain, fmt, splits, metric, labels, **extra) -> dict:
+    return {
+        "display": display,
+        "type": type_,
+        "domain": domain,
+        "format": fmt,
         "splits": splits,
         "metric": metric,
         "labels": labels,
-        **{key: dict(value) if isinstance(value, dict) else value for key, value in extra.items()},
+        **extra,
     }
 
 
-def generate() -> tuple[dict[str, bytes], dict]:
-    """All demo task files (path under the output folder -> bytes) and their registry entries."""
-    tasks = {
-        "demo-ner": demo_ner(),
-        "demo-pico": demo_pico(),
-        "demo-re": demo_re(),
-        "demo-sts": demo_sts(),
-        "demo-hoc": demo_hoc(),
-        "demo-pubmedqa": demo_pubmedqa(),
-        "demo-nli": demo_nli(),
-        "demo-hoc-long": demo_hoc_long(),
-    }
-    # Sized for a 2-layer, hidden-64 model on CPU: a few epochs at the learning rate it was
-    # pretrained with, without dropout (dropout 0.1 and lr 1e-3 favour random weights).
-    small = {"batch_size": 16, "lr": 3.0e-3, "dropout": 0.0, "epochs": 5, "eval_every": 0, "patience": 0}
-    # A two-layer model pretrained only on MLM gives [CLS] no summary of its input (the papers'
-    # models are 12 layers and were pretrained far longer); the sentence-level tasks read the
-    # mean over the input's tokens instead.
-    sentence = {**small, "pooling": "mean"}
-    counts = {s: SIZES[s] for s in SIZES}
-    specs = {
-        "demo-ner": _entry(
-            "demo-ner",
+# task -> (the writer of its files, its registry row)
+TASKS = {
+    "demo-ner": (
+        demo_ner,
+        _row(
             "Demo NER",
             "ner",
             "pubmed",
             "conll",
-            tasks["demo-ner"],
             {"train": "train.tsv", "dev": "devel.tsv", "test": "test.tsv"},
             "entity_f1",
             ["O", "B-Disease", "I-Disease"],
             max_length=64,
-            expected_counts=counts,
-            finetune=small,
+            expected_counts=SIZES,
+            finetune=SMALL,
         ),
-        "demo-pico": _entry(
-            "demo-pico",
+    ),
+    "demo-pico": (
+        demo_pico,
+        _row(
             "Demo PICO",
             "pico",
             "pubmed",
             "ebm_nlp",
-            tasks["demo-pico"],
             {
                 "train": "ebm_nlp_demo.tar.gz/ebm_nlp_demo#train",
                 "dev": f"holdout:{SIZES['dev']}:ebm_nlp_demo.tar.gz/ebm_nlp_demo#train",
@@ -485,100 +490,106 @@ def generate() -> tuple[dict[str, bytes], dict]:
             ["O", "PAR", "INT", "OUT"],
             negative_label="O",
             max_length=64,
-            expected_counts=counts,
-            finetune=small,
+            expected_counts=SIZES,
+            finetune=SMALL,
         ),
-        "demo-re": _entry(
-            "demo-re",
+    ),
+    "demo-re": (
+        demo_re,
+        _row(
             "Demo RE",
             "relation",
             "pubmed",
             "blue_tsv",
-            tasks["demo-re"],
-            {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
+            TSV_SPLITS,
             "micro_f1_excl_negative",
             RE_LABELS,
             negative_label="false",
             max_length=64,
-            expected_counts=counts,
-            finetune={**sentence, "epochs": 8},
+            expected_counts=SIZES,
+            finetune={**SENTENCE, "epochs": 8},
         ),
-        "demo-sts": _entry(
-            "demo-sts",
+    ),
+    "demo-sts": (
+        demo_sts,
+        _row(
             "Demo STS",
             "similarity",
             "pubmed",
             "biosses",
-            tasks["demo-sts"],
-            {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
+            TSV_SPLITS,
             "pearson",
             [],
             max_length=64,
-            expected_counts=counts,
-            finetune=sentence,
+            expected_counts=SIZES,
+            finetune=SENTENCE,
         ),
-        "demo-hoc": _entry(
-            "demo-hoc",
+    ),
+    "demo-hoc": (
+        demo_hoc,
+        _row(
             "Demo HoC",
             "doc_classification",
             "pubmed",
             "hoc",
-            tasks["demo-hoc"],
-            {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
+            TSV_SPLITS,
             {"lewis": "example_f1", "blurb": "label_micro_f1"},
             HALLMARKS,
             max_length=64,
-            expected_counts=counts,
-            finetune={**sentence, "lr": 1.0e-3, "epochs": 20},
+            expected_counts=SIZES,
+            finetune={**SENTENCE, "lr": 1.0e-3, "epochs": 20},
         ),
-        "demo-pubmedqa": _entry(
-            "demo-pubmedqa",
+    ),
+    "demo-pubmedqa": (
+        demo_pubmedqa,
+        _row(
             "Demo PubMedQA",
             "qa",
             "pubmed",
             "pubmedqa",
-            tasks["demo-pubmedqa"],
             {"train": "pqal_train_set.json", "dev": "pqal_dev_set.json", "test": "pqal_test_set.json"},
             "accuracy",
             ["yes", "no", "maybe"],
             max_length=64,
-            expected_counts=counts,
-            finetune={**sentence, "epochs": 10},
+            expected_counts=SIZES,
+            finetune={**SENTENCE, "epochs": 10},
         ),
-        "demo-nli": _entry(
-            "demo-nli",
+    ),
+    "demo-nli": (
+        demo_nli,
+        _row(
             "Demo MedNLI",
             "nli",
             "clinical",
             "mednli",
-            tasks["demo-nli"],
             {"train": "mli_train_v1.jsonl", "dev": "mli_dev_v1.jsonl", "test": "mli_test_v1.jsonl"},
             "accuracy",
             ["entailment", "contradiction", "neutral"],
             max_length=64,
-            expected_counts=counts,
-            finetune=sentence,
+            expected_counts=SIZES,
+            finetune=SENTENCE,
         ),
-        # Abstracts longer than the models' context, read in 64-token chunks that overlap by 16
-        # tokens; a hallmark told in any chunk counts (max over the chunks' logits). In neither
-        # benchmark, like the full study's long-document task: its own row, outside the means.
-        "demo-hoc-long": _entry(
-            "demo-hoc-long",
+    ),
+    # Abstracts longer than the models' context, read in 64-token chunks that overlap by 16
+    # tokens; a hallmark told in any chunk counts (max over the chunks' logits). In neither
+    # benchmark, like the full study's long-document task: its own row, outside the means.
+    "demo-hoc-long": (
+        demo_hoc_long,
+        _row(
             "Demo HoC (long)",
             "doc_classification",
             "pubmed",
             "hoc",
-            tasks["demo-hoc-long"],
-            {"train": "train.tsv", "dev": "dev.tsv", "test": "test.tsv"},
+            TSV_SPLITS,
             "label_micro_f1",
-            list(HALLMARKS),
+            HALLMARKS,
             benchmarks=[],
             max_length=256,
-            expected_counts=dict(LONG_SIZES),
+            expected_counts=LONG_SIZES,
             # three seeds: each run reads about four chunks per abstract
             seeds=[1, 2, 3],
             finetune={
-                **sentence,
+                **SENTENCE,
                 "batch_size": 8,
                 "lr": 2.0e-3,
                 "epochs": 12,
@@ -587,7 +598,14 @@ def generate() -> tuple[dict[str, bytes], dict]:
                 "chunk_pooling": "max",
             },
         ),
-    }
+    ),
+}
+
+
+def generate() -> tuple[dict[str, bytes], dict]:
+    """All demo task files (path under the output folder -> bytes) and their registry entries."""
+    tasks = {name: write() for name, (write, _) in TASKS.items()}
+    specs = {name: _entry(name, tasks[name], row) for name, (_, row) in TASKS.items()}
     files = {f"{task}/{name}": data for task, fs in tasks.items() for name, data in fs.items()}
     return files, specs
 
