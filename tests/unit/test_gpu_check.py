@@ -194,3 +194,61 @@ def test_device_annotations_are_not_counted_as_kernels():
     assert not check.is_kernel(event("my_range", annotation=True))
     assert not check.is_kernel(event("aten::mm", device=DeviceType.CPU))
     assert not check.is_kernel(event("idle_kernel", us=0.0))
+
+
+def _halves(tmp_path: Path, *args: str, fail: str = "") -> tuple[int, dict[str, list[str]]]:
+    """What gpu_check.sh hands each half: an interpreter that records its script and arguments."""
+    log = tmp_path / "calls"
+    recorder = tmp_path / "python"
+    recorder.write_text(
+        "#!/usr/bin/env bash\n"
+        f'name=$(basename "$1" .py); shift; echo "$name $*" >> {log}\n'
+        f'[[ "$name" == "{fail}" ]] && exit 3; exit 0\n'
+    )
+    recorder.chmod(0o755)
+    proc = subprocess.run(
+        ["bash", str(ROOT / "benchmarks" / "gpu_check.sh"), *args],
+        env={**os.environ, "PYTHON": str(recorder)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    calls = (line.split(" ", 1) for line in log.read_text().splitlines()) if log.exists() else ()
+    return proc.returncode, {name: rest.split() for name, rest in calls}
+
+
+PRE, FINE = "gpu_check_pretrain", "gpu_check_finetune"
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ([], {PRE: [], FINE: []}),
+        (
+            ["--cpu-smoke", "--out-dir", "o"],
+            {PRE: ["--cpu-smoke", "--out-dir", "o"], FINE: ["--cpu-smoke", "--out-dir", "o"]},
+        ),
+        # the next lease's commands: one half each, and nothing the other half would refuse
+        (
+            ["--only", "variants", "--variants", "fused_attention", "micro_64"],
+            {PRE: ["--only", "variants", "--variants", "fused_attention", "micro_64"]},
+        ),
+        (["--parts", "cuda_graphs", "--budget-s", "60"], {FINE: ["--parts", "cuda_graphs", "--budget-s", "60"]}),
+        (["--variants", "--cpu-smoke"], {PRE: ["--variants", "--cpu-smoke"], FINE: ["--cpu-smoke"]}),
+        (
+            ["--only", "compile", "--steps", "5", "--parts", "runs_per_card", "--out-dir", "o"],
+            {
+                PRE: ["--only", "compile", "--out-dir", "o"],
+                FINE: ["--steps", "5", "--parts", "runs_per_card", "--out-dir", "o"],
+            },
+        ),
+    ],
+)
+def test_each_half_gets_its_own_options_and_naming_one_halfs_sections_runs_it_alone(tmp_path, args, expected):
+    status, calls = _halves(tmp_path, *args)
+    assert status == 0 and calls == expected
+
+
+def test_a_failing_half_does_not_stop_the_other_and_fails_the_check(tmp_path):
+    status, calls = _halves(tmp_path, "--cpu-smoke", fail=PRE)
+    assert status == 3 and set(calls) == {PRE, FINE}
