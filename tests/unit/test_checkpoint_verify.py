@@ -87,11 +87,17 @@ CONSUMERS = {
 TOKENIZER_ONLY = "pretraining from a vocabulary, packing"
 
 
-@pytest.mark.parametrize("changed", ["model.safetensors", "tokenizer.json", "config.json"])
-@pytest.mark.parametrize("consumer", list(CONSUMERS))
+# a tokenizer load does not read the weights (the next test)
+LOADED = [
+    (consumer, changed)
+    for consumer in CONSUMERS
+    for changed in ("model.safetensors", "tokenizer.json", "config.json")
+    if not (consumer == TOKENIZER_ONLY and changed == "model.safetensors")
+]
+
+
+@pytest.mark.parametrize(("consumer", "changed"), LOADED)
 def test_every_consumer_stops_on_a_changed_file_naming_it_and_both_checksums(ckpt, tmp_path, consumer, changed):
-    if consumer == TOKENIZER_ONLY and changed == "model.safetensors":
-        pytest.skip("a tokenizer load does not read the weights (next test)")
     sums = _change(ckpt / changed)
     with pytest.raises(IntegrityError) as exc:
         CONSUMERS[consumer](ckpt, tmp_path)
