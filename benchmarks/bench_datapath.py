@@ -52,7 +52,9 @@ import yaml
 from bench_medline_parse import make_file
 
 from workflow_scripts.config import plan
-from workflow_scripts.pretrain.batches import BatchBuilder, fixed_predictions, phase_of, prefetched
+from workflow_scripts.pack.verify import block_files, sha256_stream
+from workflow_scripts.pretrain import layout
+from workflow_scripts.pretrain.batches import BatchBuilder, fixed_predictions, prefetched
 from workflow_scripts.pretrain.data import PackedCorpus
 from workflow_scripts.pretrain.masking import MaskDraws, apply_mask
 from workflow_scripts.pretrain.settings import Phase, PretrainSettings
@@ -481,7 +483,13 @@ def synthetic_shards(root: Path, shards: int, seq_len: int, rows_per_shard: int)
         flags[:, 0] = flags[:, -1] = 2
         toks.tofile(d / "train.tokens.bin")
         flags.tofile(d / "train.flags.bin")
-        meta = {"seq_len": seq_len, "dtype": "uint16", "blocks": {"train": rows_per_shard, "heldout": 0}}
+        meta = {
+            "seq_len": seq_len,
+            "dtype": "uint16",
+            "blocks": {"train": rows_per_shard, "heldout": 0},
+            # as the pack step records them: training verifies the files against these
+            "sha256": {name: sha256_stream(d / name) for name in block_files("train")},
+        }
         (d / "meta.json").write_text(json.dumps(meta))
         dirs.append(d)
     return dirs
@@ -490,10 +498,11 @@ def synthetic_shards(root: Path, shards: int, seq_len: int, rows_per_shard: int)
 def reference_step(builder, step: int, world: int):
     """Before the change: every process draws the whole global batch from one generator and keeps its rows."""
     s = builder.s
-    phase, in_phase = phase_of(builder.steps_per_phase, step)
-    data, L, B = builder.phases[phase], builder.phases[phase].seq_len, builder.share * world
-    toks, flags = data.take(builder.orders[phase].indices(in_phase * B + builder.rank * builder.share, builder.share))
-    mixed = int(np.random.SeedSequence([s.seed, phase, step]).generate_state(1, dtype=np.uint64)[0])
+    part = layout.locate(builder.segments, step)
+    data, order, in_phase = builder.phases[part.data], builder.orders[part.stream], step - part.first + part.offset
+    L, B = data.seq_len, builder.share * world
+    toks, flags = data.take(order.indices(in_phase * B + builder.rank * builder.share, builder.share))
+    mixed = int(np.random.SeedSequence([s.seed, part.stream, step]).generate_state(1, dtype=np.uint64)[0])
     gen = torch.Generator().manual_seed(mixed)
     whole = (
         torch.rand(B, L, generator=gen),
