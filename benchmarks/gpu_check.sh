@@ -21,14 +21,15 @@ python="${PYTHON:-python3}"
 pretrain_args=()
 finetune_args=()
 owner=both
-selects_pretrain=0
-selects_finetune=0
+only=0
+variants=0
+parts=0
 for arg in "$@"; do
   # an option and the values after it go to the half that owns the option
   case "$arg" in
-    --only | --only=*) owner=pretrain selects_pretrain=1 ;;
-    --variants | --variants=*) owner=pretrain ;;
-    --parts | --parts=*) owner=finetune selects_finetune=1 ;;
+    --only | --only=*) owner=pretrain only=1 ;;
+    --variants | --variants=*) owner=pretrain variants=1 ;;
+    --parts | --parts=*) owner=finetune parts=1 ;;
     --steps | --steps=* | --runs | --runs=* | --budget-s | --budget-s=*) owner=finetune ;;
     --*) owner=both ;;
   esac
@@ -36,11 +37,12 @@ for arg in "$@"; do
   if [[ $owner != pretrain ]]; then finetune_args+=("$arg"); fi
 done
 status=0
-# naming one half's sections or parts, and not the other's, runs that half alone
-if [[ $selects_finetune == 0 || $selects_pretrain == 1 ]]; then
+# naming one half's sections or parts, and not the other's, runs that half alone; --variants asks for
+# the pretraining half too
+if [[ $parts == 0 || $only == 1 || $variants == 1 ]]; then
   "$python" benchmarks/gpu_check_pretrain.py ${pretrain_args[@]+"${pretrain_args[@]}"} || status=$?
 fi
-if [[ $selects_pretrain == 0 || $selects_finetune == 1 ]]; then
+if [[ $only == 0 || $parts == 1 ]]; then
   "$python" benchmarks/gpu_check_finetune.py ${finetune_args[@]+"${finetune_args[@]}"} || status=$?
 fi
 exit "$status"

@@ -235,6 +235,11 @@ PRE, FINE = "gpu_check_pretrain", "gpu_check_finetune"
         ),
         (["--parts", "cuda_graphs", "--budget-s", "60"], {FINE: ["--parts", "cuda_graphs", "--budget-s", "60"]}),
         (["--variants", "--cpu-smoke"], {PRE: ["--variants", "--cpu-smoke"], FINE: ["--cpu-smoke"]}),
+        # variants asked beside fine-tuning parts: both halves, each with its own
+        (
+            ["--parts", "cuda_graphs", "--variants", "micro_64"],
+            {PRE: ["--variants", "micro_64"], FINE: ["--parts", "cuda_graphs"]},
+        ),
         (
             ["--only", "compile", "--steps", "5", "--parts", "runs_per_card", "--out-dir", "o"],
             {
