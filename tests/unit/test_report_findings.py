@@ -180,3 +180,17 @@ def test_a_task_whose_seeds_spread_wider_than_its_compared_differences_is_named(
     (sentence,) = anomalies.spread_anomalies(settings, spread, comparisons)
     assert sentence.startswith("Anomaly, MedNLI: its seeds spread wider (standard deviation over seeds 5.0")
     assert "median |difference| 2.5 over the 2 compared pairs" in sentence
+
+
+def test_the_method_says_a_score_is_a_cell_and_a_difference_a_paired_mean(tmp_path, monkeypatch):
+    # the control's seeds 0.9, 0.6, 0.6: its median cell is 0.6, but its paired differences are not a constant
+    path = _study(tmp_path, monkeypatch, {"ctl": lambda task, fold, seed: 0.9 if seed == 1 else 0.6})
+    build(tmp_path, path)
+    method, items = findings.findings(load(path), tmp_path / "results/tables", None)
+    assert "a task's median over its runs" in method and "mean over paired seeds" in method
+    rows = {(r["task"], r["model_a"], r["model_b"]): r for r in read_csv(tmp_path / "results/tables/comparisons.csv")}
+    row = rows[("mean:All", "pm", "ctl")]
+    assert float(row["difference"]) != float(row["mean_paired_difference"])
+    said = next(f.sentence for f in items if f.sentence.startswith("ours-PM vs no pretraining, All mean"))
+    assert f"All mean: {float(row['value_a']):.1f} vs {float(row['value_b']):.1f}" in said
+    assert f"paired difference {float(row['mean_paired_difference']):+.1f}" in said

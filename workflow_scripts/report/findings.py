@@ -252,7 +252,17 @@ def method(settings: ReportSettings, comparisons: pd.DataFrame) -> str:
         "interval, or the shifts the sign-flip test does not reject. "
         f"{correction}: {described or 'no claims'}. "
         f"Beyond seed noise: corrected p < alpha = {sig.alpha}; suggestive: raw p < alpha but not the corrected p; "
-        "within seed noise otherwise. " + pretraining_seeds(settings)
+        "within seed noise otherwise. " + scores(settings) + " " + pretraining_seeds(settings)
+    )
+
+
+def scores(settings: ReportSettings) -> str:
+    """What the two kinds of number in a sentence are, so that a reader does not subtract one from the other."""
+    stat = settings.aggregation.statistic_of("lewis")
+    return (
+        f"A score is a table's cell (a task's {stat} over its runs; a group's, the mean of its tasks' cells); a "
+        "signed difference is the mean over paired seeds of the two models' difference, so it need not equal "
+        "the difference of their cells."
     )
 
 
