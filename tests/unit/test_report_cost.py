@@ -11,13 +11,13 @@ import pretrain_fixtures as fx
 import pytest
 import torch
 import yaml
-from transformers import AutoModel, AutoModelForMaskedLM
+from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM
 
 from workflow_scripts import provenance
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.pretrain.model import train_flops_per_token
 from workflow_scripts.report import cost, inference_speed
-from workflow_scripts.report.cost_records import read_training, read_usage, tokens_and_flops
+from workflow_scripts.report.cost_records import pool_speeds, read_training, read_usage, throughput, tokens_and_flops
 from workflow_scripts.report.pareto import Panel, Point, frontier, sentence
 
 torch.set_num_threads(1)
@@ -111,8 +111,52 @@ def test_inference_speed_counts_parameters_and_skips_lengths_beyond_the_position
     assert record["parameters"]["non_embedding"] == record["parameters"]["total"] - embeddings
     measured, skipped = record["lengths"]
     assert measured["batch_size"] == 4 and measured["sequences_per_s"] > 0 and record["precision"] == "fp32"
+    passes = measured["pass_seconds"]
+    assert passes["min"] <= passes["median"] <= passes["max"] and measured["seconds"] >= 2 * passes["min"]
+    assert measured["sequences_per_s"] == pytest.approx(4 / passes["median"])
+    assert record["architecture"] == inference_speed.architecture(encoder.config)
     assert skipped == {"seq_len": 4096, "skipped": "beyond the model's 32 positions"}
     assert provenance.load(provenance.provenance_path(out))["inputs"]["model"]["path"] == str(run)
+
+
+def test_the_architecture_fingerprint_ignores_names_and_dropout_only(run):
+    config = AutoConfig.from_pretrained(run)
+    same = AutoConfig.from_pretrained(run, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.3)
+    same._name_or_path = "elsewhere"
+    assert inference_speed.architecture(same) == inference_speed.architecture(config)
+    for change in ({"num_hidden_layers": config.num_hidden_layers + 1}, {"hidden_act": "relu"}):
+        assert inference_speed.architecture(AutoConfig.from_pretrained(run, **change)) != inference_speed.architecture(
+            config
+        )
+
+
+def _speed(sequences_per_s: float, architecture: str | None = "a", device: str = "cpu") -> dict:
+    record = {"device": device, "precision": "fp32", "threads": 1, "batch_size": 4, "parameters": {}}
+    record["lengths"] = [{"seq_len": 16, "sequences_per_s": sequences_per_s}, {"seq_len": 512, "skipped": "beyond"}]
+    return record if architecture is None else {**record, "architecture": architecture}
+
+
+def test_models_of_one_architecture_measured_alike_share_the_median_of_their_measurements():
+    pooled = pool_speeds(
+        {
+            "pm": _speed(100.0),
+            "control": _speed(300.0),
+            "seed-43": _speed(200.0),
+            "student": _speed(900.0, architecture="b"),
+            "older": _speed(400.0, architecture=None),  # a record written before the fingerprint: its own figure
+            "on-a-gpu": _speed(5000.0, device="NVIDIA H100"),
+        }
+    )
+    figures = {name: (throughput(r, 16), r["measurements"]) for name, r in pooled.items()}
+    assert figures == {
+        "pm": (200.0, 3),
+        "control": (200.0, 3),
+        "seed-43": (200.0, 3),
+        "student": (900.0, 1),
+        "older": (400.0, 1),
+        "on-a-gpu": (5000.0, 1),
+    }
+    assert pooled["pm"]["lengths"][1] == {"seq_len": 512, "skipped": "beyond"}
 
 
 def test_frontier_of_a_hand_made_example():

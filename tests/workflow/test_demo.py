@@ -187,6 +187,11 @@ def test_cost_table_sums_the_records_and_the_plot_draws_the_frontier(demo_run):
     models = [m for m, e in study.models.items() if e.kind != "baseline"]
     assert (cost.loc[models, "sequences_per_s_at_64"] > 0).all() and (cost.loc[models, "parameters"] > 0).all()
     assert (cost.loc[models, "inference_precision"] == "fp32").all()
+    # one architecture, one figure: the RoBERTa-tiny models and their control differ in weights only
+    roberta = ["demo-roberta", *seeds, "demo-roberta-m3-docs", "demo-control"]
+    assert cost.loc[roberta, "sequences_per_s_at_64"].nunique() == 1
+    assert (cost.loc[roberta, "inference_measurements"] == len(roberta)).all()
+    assert cost.loc["demo-student", "inference_measurements"] == 2  # beside its train-longer control
     assert cost.loc[seeds, "restricted"].all() and not cost.loc["demo-roberta", "restricted"]
     md = (tables / "cost.md").read_text()
     assert "| RoBERTa-tiny PM+M3 (pretraining seed 43)† |" in md and "All mean against pretraining device-hours" in md

@@ -23,7 +23,7 @@ from ..cli import run
 from ..errors import PipelineError
 from ..typed import load_settings
 from . import pareto
-from .cost_records import Training, Usage, read_speed, read_training, read_usage, throughput
+from .cost_records import Training, Usage, pool_speeds, read_speed, read_training, read_usage, throughput
 from .cost_settings import CostSettings
 from .render import NO_VALUE, RESTRICTED, csv_number, marked, number, write_table
 from .settings import parse_args
@@ -94,10 +94,11 @@ def build_rows(settings: CostSettings, root: Path) -> list[Row]:
     reported = read_reported(root / settings.reported_compute)
     trainings = {name: read_training(root / m.training) if m.training else None for name, m in settings.models.items()}
     scores = {label: read_scores(root / getattr(settings, src), col, val) for label, src, col, val in SCORES}
+    speeds = pool_speeds({name: read_speed(root / m.speed) for name, m in settings.models.items() if m.speed})
     rows = []
     for name, m in settings.models.items():
         t = trainings[name]
-        speed = read_speed(root / m.speed) if m.speed else None
+        speed = speeds.get(name)
         restricted = m.restricted or bool(t and t.restricted)
         scored = m.scored_as or name  # a pretraining seed is plotted at its model's pooled score
         restricted = restricted or any(s.get(scored, (0.0, False))[1] for s in scores.values())
@@ -130,6 +131,7 @@ CSV_HEADER = [
     "inference_precision",
     "inference_batch_size",
     "inference_peak_memory_mb",
+    "inference_measurements",
     "reported_compute",
     "reported_source",
     "restricted",
@@ -169,6 +171,7 @@ def csv_row(row: Row, lengths: list[int]) -> dict[str, Any]:
         "inference_precision": s.get("precision"),
         "inference_batch_size": s.get("batch_size"),
         "inference_peak_memory_mb": csv_number(max(peaks)) if peaks else None,
+        "inference_measurements": s.get("measurements"),
         "reported_compute": row.reported[0] if row.reported else None,
         "reported_source": row.reported[1] if row.reported else None,
         "restricted": row.restricted,
@@ -240,8 +243,10 @@ def notes(rows: list[Row], lengths: list[int], figure_panels: list[pareto.Panel]
         "'with upstream' adds the runs a model started from (its init or teacher; a decay branch: its parent's "
         "steps up to the branch).",
         f"Inference: encoder forward passes of {batch} sequences at {', '.join(map(str, lengths))} tokens on "
-        f"{', '.join(devices) or 'no device'} (bf16 on a GPU, fp32 on the CPU); a length beyond a model's "
-        "position table is not measured.",
+        f"{', '.join(devices) or 'no device'} (bf16 on a GPU, fp32 on the CPU), each figure the median pass; a "
+        "length beyond a model's position table is not measured. Models of one architecture (the same "
+        "configuration but for names and dropout rates) differ in their weights only, so they share the median "
+        "of their measurements (inference_measurements in cost.csv).",
         *(pareto.sentence(p) for p in figure_panels),
     ]
 

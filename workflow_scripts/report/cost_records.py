@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import statistics
+from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -155,3 +157,29 @@ def throughput(speed: dict[str, Any], seq_len: int) -> float | None:
     """Sequences/s at ``seq_len`` (None where not measured)."""
     row = next((r for r in speed.get("lengths", []) if r.get("seq_len") == seq_len), None)
     return None if row is None else row.get("sequences_per_s")
+
+
+def _setup(speed: dict[str, Any]) -> tuple | None:
+    """What must match for two records' figures to measure the same work (None: no fingerprint, an older record)."""
+    if "architecture" not in speed:
+        return None
+    return tuple(speed.get(k) for k in ("architecture", "device", "precision", "threads", "batch_size"))
+
+
+def pool_speeds(speeds: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Each model's record with its sequences/s replaced, per length, by the median over every model of the same
+    architecture measured the same way, and ``measurements`` counting them: the weights do not change the work,
+    and one short measurement on a shared machine moves by a quarter between processes."""
+    groups: dict[tuple, list[str]] = defaultdict(list)
+    for name, speed in speeds.items():
+        key = _setup(speed)
+        groups[key if key is not None else ("own", name)].append(name)
+    out = {}
+    for names in groups.values():
+        for name in names:
+            lengths = []
+            for row in speeds[name]["lengths"]:
+                values = [v for n in names if (v := throughput(speeds[n], row["seq_len"])) is not None]
+                lengths.append({**row, "sequences_per_s": statistics.median(values)} if values else row)
+            out[name] = {**speeds[name], "lengths": lengths, "measurements": len(names)}
+    return out

@@ -4,9 +4,10 @@ configured length, bf16 on a GPU and fp32 on the CPU.
     python -m workflow_scripts.report.inference_speed --settings results/configs/inference_speed.yaml \\
         --model results/pretrain/M --out results/speed/M.json
 
-Writes the JSON (the model's parameters, total and without embeddings, the device, the precision,
-and per length the batch size, the timed passes, the seconds, the sequences/s and the peak
-memory) and its provenance sidecar. Inputs are full-length batches of token ids drawn with a
+Writes the JSON (the model's parameters, total and without embeddings, its architecture's
+fingerprint, the device, the precision, and per length the batch size, the timed passes, their
+seconds (in all; the median, fastest and slowest pass), the sequences/s of the median pass and the
+peak memory) and its provenance sidecar. Inputs are full-length batches of token ids drawn with a
 fixed seed, every position attended, so models compare on the same work. A length beyond the
 model's position table is reported as such, never extrapolated.
 """
@@ -14,8 +15,11 @@ model's position table is reported as such, never extrapolated.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import inspect
+import json
 import logging
+import statistics
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,6 +38,16 @@ from .cost_settings import SpeedSettings
 
 log = logging.getLogger(__name__)
 SPECIAL_IDS = 5  # ids below this are special tokens in every vocabulary built here
+# configuration keys that do not change what an inference forward pass computes
+NOT_ARCHITECTURE = {
+    "_name_or_path",
+    "transformers_version",
+    "architectures",
+    "dtype",
+    "torch_dtype",
+    "id2label",
+    "label2id",
+}
 
 
 def parameter_counts(model: nn.Module) -> dict[str, int]:
@@ -62,7 +76,9 @@ def _peak_mb(device: torch.device) -> float | None:
 
 @torch.inference_mode()
 def measure(model: nn.Module, settings: SpeedSettings, seq_len: int, device: torch.device) -> dict[str, Any]:
-    """Sequences/s of ``settings.batches`` timed forward passes at ``seq_len`` after the warm-up ones."""
+    """Sequences/s at ``seq_len`` from the median of ``settings.batches`` forward passes timed one by one
+    after the warm-up ones: a pass slowed by another process on the machine moves the median little, where
+    it moved a mean over a few passes by a quarter."""
     gen = torch.Generator().manual_seed(0)
     vocab = model.config.vocab_size
     ids = torch.randint(min(SPECIAL_IDS, vocab - 1), vocab, (settings.batch_size, seq_len), generator=gen).to(device)
@@ -72,21 +88,32 @@ def measure(model: nn.Module, settings: SpeedSettings, seq_len: int, device: tor
     for _ in range(settings.warmup):
         model(input_ids=ids, attention_mask=mask)
     _sync(device)
-    start = time.perf_counter()
+    passes = []
     for _ in range(settings.batches):
+        start = time.perf_counter()
         model(input_ids=ids, attention_mask=mask)
-    _sync(device)
-    seconds = time.perf_counter() - start
-    sequences = settings.batch_size * settings.batches
+        _sync(device)
+        passes.append(time.perf_counter() - start)
+    median = statistics.median(passes)
     return {
         "seq_len": seq_len,
         "batch_size": settings.batch_size,
         "batches": settings.batches,
         "warmup": settings.warmup,
-        "seconds": seconds,
-        "sequences_per_s": sequences / seconds,
+        "seconds": sum(passes),
+        "pass_seconds": {"median": median, "min": min(passes), "max": max(passes)},
+        "sequences_per_s": settings.batch_size / median,
         "peak_memory_mb": _peak_mb(device),
     }
+
+
+def architecture(config) -> str:
+    """A fingerprint of what the forward pass computes: the configuration and its attention kernel, but for
+    names, versions, labels and dropout rates (dropout is off at inference). Models that share it differ in
+    their weights only, which do not change the work."""
+    kept = {k: v for k, v in config.to_dict().items() if k not in NOT_ARCHITECTURE and "dropout" not in k}
+    kept["attention_kernel"] = getattr(config, "_attn_implementation", None)
+    return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def speed_record(model: nn.Module, settings: SpeedSettings, device: torch.device) -> dict[str, Any]:
@@ -103,6 +130,7 @@ def speed_record(model: nn.Module, settings: SpeedSettings, device: torch.device
         per_length.append(row)
     return {
         "parameters": parameter_counts(model),
+        "architecture": architecture(model.config),
         "device": provenance.accelerator() if device.type == "cuda" else "cpu",
         "precision": "bf16" if device.type == "cuda" else "fp32",
         "threads": torch.get_num_threads(),
