@@ -16,7 +16,7 @@ from transformers import AutoConfig, AutoModel, AutoModelForMaskedLM
 from workflow_scripts import provenance
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.pretrain.model import train_flops_per_token
-from workflow_scripts.report import cost, inference_speed
+from workflow_scripts.report import cost, inference_speed, pareto
 from workflow_scripts.report.cost_records import pool_speeds, read_training, read_usage, throughput, tokens_and_flops
 from workflow_scripts.report.pareto import Panel, Point, frontier, sentence
 
@@ -174,6 +174,18 @@ def test_frontier_of_a_hand_made_example():
     text = sentence(Panel("All mean", "device-hours", True, points))
     assert text.startswith("All mean against device-hours: the Pareto frontier holds cheap (70.0 at 1), mid")
     assert text.endswith("; 2 others are dominated.")
+
+
+def test_points_that_would_print_over_each_other_share_one_label():
+    points = [
+        Point("seed 42", 3300.0, 63.0),
+        Point("seed 43", 3300.0, 63.0),  # the same score and throughput
+        Point("nearly", 3310.0, 63.1),  # within 2% of both spans
+        Point("far", 2200.0, 72.0),
+        Point("below", 3300.0, 45.0),
+    ]
+    labels = {p.name: label for p, label in pareto._labels(points, log=False)}
+    assert labels == {"seed 42": "seed 42\nseed 43\nnearly", "far": "far", "below": "below"}
 
 
 def test_cost_table_from_records(run, tmp_path):

@@ -6,6 +6,7 @@ Controls are drawn beside the models, in grey, and never on the frontier (as in 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,17 +63,44 @@ def sentence(panel: Panel) -> str:
     return f"{panel.title}: the Pareto frontier holds {names}{others}."
 
 
+NEAR = 0.02  # points closer than this share of each axis's span share one label
+
+
+def _log_scale(points: list[Point]) -> bool:
+    costs = [p.cost for p in points]
+    return bool(costs) and min(costs) > 0 and max(costs) / min(costs) > 100
+
+
+def _labels(points: list[Point], log: bool) -> list[tuple[Point, str]]:
+    """One label per cluster of points that would print over each other, the names one per line at the
+    first point (a model's pretraining seeds share its score, and models of one architecture their throughput)."""
+    x = [math.log10(p.cost) if log else p.cost for p in points]
+    y = [p.score for p in points]
+    span_x, span_y = (max(v) - min(v) or 1.0 for v in (x, y))
+    clusters: list[list[int]] = []
+    for i in range(len(points)):
+        near = (c for c in clusters if abs(x[c[0]] - x[i]) <= NEAR * span_x and abs(y[c[0]] - y[i]) <= NEAR * span_y)
+        cluster = next(near, None)
+        if cluster is None:
+            clusters.append([i])
+        else:
+            cluster.append(i)
+    return [(points[c[0]], "\n".join(points[i].name for i in c)) for c in clusters]
+
+
 def _draw(ax, panel: Panel) -> None:
+    log = _log_scale(panel.points)
     for i, p in enumerate(panel.points):
         colour = "0.5" if p.control else f"C{i % 10}"
         ax.scatter([p.cost], [p.score], edgecolors=colour, facecolors="none" if p.control else colour, zorder=3)
-        ax.annotate(p.name, (p.cost, p.score), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    for p, label in _labels(panel.points, log):
+        ax.annotate(label, (p.cost, p.score), textcoords="offset points", xytext=(4, 4), fontsize=7, va="bottom")
+    ax.margins(x=0.12, y=0.08)
     front = frontier(panel.points, panel.lower_is_better)
     if front:
         ax.plot([p.cost for p in front], [p.score for p in front], "k--", linewidth=1, label="Pareto frontier")
-        ax.legend(fontsize=7, loc="lower right")
-    costs = [p.cost for p in panel.points]
-    if costs and min(costs) > 0 and max(costs) / min(costs) > 100:
+        ax.legend(fontsize=7, loc="best")  # where it hides the fewest points
+    if log:
         ax.set_xscale("log")
     ax.set_xlabel(panel.cost)
     ax.set_ylabel(panel.score)
