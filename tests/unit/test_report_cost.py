@@ -188,6 +188,25 @@ def test_points_that_would_print_over_each_other_share_one_label():
     assert labels == {"seed 42": "seed 42\nseed 43\nnearly", "far": "far", "below": "below"}
 
 
+def test_no_two_labels_of_a_panel_print_over_each_other():
+    # the demo's layout: labels of models a point or two apart on the score
+    points = [
+        Point(name, cost, score)
+        for name, cost, score in [
+            ("RoBERTa-tiny PM+M3 documents", 0.0569, 64.0),
+            ("RoBERTa-tiny PM+M3 (pretraining seed 42)", 0.0572, 61.9),
+            ("RoBERTa-tiny distilled", 0.0692, 62.2),
+            ("RoBERTa-tiny PM+Voc", 0.0469, 67.1),
+            ("RoBERTa-tiny train longer", 0.0544, 44.2),
+        ]
+    ]
+    fig = pareto.figure([Panel("BLURB score", "device-hours", True, points)], "t")
+    renderer = fig.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in fig.axes[0].texts]
+    assert len(boxes) == len(points)
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1 :])
+
+
 def test_cost_table_from_records(run, tmp_path):
     speed = tmp_path / "speed.json"
     speed.write_text(

@@ -107,7 +107,23 @@ def _draw(ax, panel: Panel) -> None:
     ax.set_title(panel.title, fontsize=9)
 
 
-def plot(panels: list[Panel], path: Path, title: str) -> Path:
+def _separate(fig, ax) -> None:
+    """Moves each label that would print over one placed above it down until it clears them all (labels
+    of points at nearby scores otherwise overlap)."""
+    renderer = fig.canvas.get_renderer()
+    placed = []
+    for ann in sorted(ax.texts, key=lambda a: -a.xy[1]):
+        for _ in range(len(placed) + 1):
+            box = ann.get_window_extent(renderer)
+            hit = next((b for b in placed if b.overlaps(box)), None)
+            if hit is None:
+                break
+            x, y = ann.xyann
+            ann.xyann = (x, y - (box.y1 - hit.y0 + 1) * 72 / fig.dpi)
+        placed.append(ann.get_window_extent(renderer))
+
+
+def figure(panels: list[Panel], title: str):
     """One panel per score and cost; a panel without points says so."""
     cols = 2
     rows = max(1, -(-len(panels) // cols))
@@ -123,6 +139,14 @@ def plot(panels: list[Panel], path: Path, title: str) -> Path:
         ax.axis("off")
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
+    for ax, panel in zip(axes.flat, panels, strict=False):
+        if panel.points:
+            _separate(fig, ax)
+    return fig
+
+
+def plot(panels: list[Panel], path: Path, title: str) -> Path:
+    fig = figure(panels, title)
     with atomic_file(path) as tmp:
         fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
     plt.close(fig)
