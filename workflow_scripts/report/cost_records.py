@@ -176,10 +176,16 @@ def pool_speeds(speeds: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         groups[key if key is not None else ("own", name)].append(name)
     out = {}
     for names in groups.values():
+        measured = defaultdict(list)
+        for n in names:
+            for row in speeds[n]["lengths"]:
+                if "sequences_per_s" in row:
+                    measured[row["seq_len"]].append(row["sequences_per_s"])
+        pooled = {seq_len: statistics.median(values) for seq_len, values in measured.items()}
         for name in names:
-            lengths = []
-            for row in speeds[name]["lengths"]:
-                values = [v for n in names if (v := throughput(speeds[n], row["seq_len"])) is not None]
-                lengths.append({**row, "sequences_per_s": statistics.median(values)} if values else row)
+            lengths = [
+                {**row, "sequences_per_s": pooled[row["seq_len"]]} if "sequences_per_s" in row else row
+                for row in speeds[name]["lengths"]
+            ]
             out[name] = {**speeds[name], "lengths": lengths, "measurements": len(names)}
     return out
