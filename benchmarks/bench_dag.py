@@ -171,9 +171,9 @@ def scaled_config(k: int, corpora: bool) -> dict:
     return cfg
 
 
-def measure_once(args: list[str], cwd: Path, timeout: int, tree: Path) -> dict:
+def measure_once(args: list[str], cwd: Path, timeout: int, tree: Path, env: dict | None = None) -> dict:
     """One snakemake process under /usr/bin/time: wall and CPU seconds, peak RSS, output."""
-    env = {**ENV, "PYTHONPATH": str(tree)}  # the tree's own workflow_scripts
+    env = {**ENV, **(env or {}), "PYTHONPATH": str(tree)}  # the tree's own workflow_scripts
     with tempfile.NamedTemporaryFile("r", suffix=".time") as timing, tempfile.TemporaryFile("w+") as log:
         cmd = ["/usr/bin/time", "-f", "%e %U %S %M", "-o", timing.name, SNAKEMAKE, *args]
         try:

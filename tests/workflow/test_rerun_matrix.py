@@ -21,10 +21,8 @@ from typing import Any
 
 import pytest
 import yaml
-from workflow_harness import BIN, ROOT, copy_finished, planned_after, planned_jobs, run_demo
+from workflow_harness import BIN, ROOT, copy_finished, planned_after, planned_jobs, run_demo, settings_files
 
-from workflow_scripts import paths
-from workflow_scripts.config import plan
 from workflow_scripts.config.validate import load_config
 
 REPORT = {"report_settings": 1, "tables": 1, "plots": 1, "findings": 1, "cost": 1, "all": 1}
@@ -247,29 +245,11 @@ def test_a_site_profiles_partitions_rerun_nothing(finished):
     assert _plan(finished, *args) == {}
 
 
-def _settings_files(study) -> list[str]:
-    """Every settings file the settings rules write for a study."""
-    files = [paths.REPORT_SETTINGS]
-    for corpus, entry in study.corpora.items():
-        if entry.type != "text":
-            files += [paths.PARSE_SETTINGS.format(corpus=corpus), paths.CORPUS_SETTINGS.format(corpus=corpus)]
-    files += [paths.VOCAB_SETTINGS.format(vocab=vocab) for vocab in study.vocabularies]
-    trained = [m for m, e in study.models.items() if e.kind not in ("external", "baseline")]
-    files += [paths.MODEL_SETTINGS.format(model=m) for m in trained]
-    baselines = plan.baseline_models(study)
-    for task in study.resolved_tasks:
-        files += [paths.TASK_SETTINGS.format(task=task), paths.TASK_REPORT_SETTINGS.format(task=task)]
-        for m in plan.evaluated_models(study):
-            template = paths.BASELINE_SETTINGS if m in baselines else paths.FINETUNE_SETTINGS
-            files.append(template.format(model=m, task=task))
-    return files
-
-
 def test_renaming_mednli_in_the_full_study_reruns_only_the_reports_settings(tmp_path):
     """The full study cannot be finished here; its settings files can (local rules, no inputs). Every
     other job reads its own settings file and upstream outputs, so these are where a rerun starts."""
     config = yaml.safe_load((ROOT / "config.yaml").read_text())
-    files = _settings_files(load_config(copy.deepcopy(config), ROOT / "schemas/config.schema.yaml"))
+    files = settings_files(load_config(copy.deepcopy(config), ROOT / "schemas/config.schema.yaml"))
     assert len(files) > 500
     (tmp_path / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     result = run_demo(tmp_path, "--quiet", "all", "--", *files)

@@ -12,6 +12,8 @@ from typing import Any
 
 import yaml
 
+from workflow_scripts import paths
+from workflow_scripts.config import plan
 from workflow_scripts.console import STEPS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -159,3 +161,22 @@ def planned_after(workdir: Path, change, *args: str) -> tuple[dict, dict[str, in
         config.write_text(original)
     assert result.returncode == 0, result.stderr[-3000:]
     return cfg, planned_jobs(result.stdout + result.stderr)
+
+
+def settings_files(study) -> list[str]:
+    """Every settings file the settings rules write for a study: local rules without inputs, the
+    jobs a head node runs first."""
+    files = [paths.REPORT_SETTINGS]
+    for corpus, entry in study.corpora.items():
+        if entry.type != "text":
+            files += [paths.PARSE_SETTINGS.format(corpus=corpus), paths.CORPUS_SETTINGS.format(corpus=corpus)]
+    files += [paths.VOCAB_SETTINGS.format(vocab=vocab) for vocab in study.vocabularies]
+    trained = [m for m, e in study.models.items() if e.kind not in ("external", "baseline")]
+    files += [paths.MODEL_SETTINGS.format(model=m) for m in trained]
+    baselines = plan.baseline_models(study)
+    for task in study.resolved_tasks:
+        files += [paths.TASK_SETTINGS.format(task=task), paths.TASK_REPORT_SETTINGS.format(task=task)]
+        for m in plan.evaluated_models(study):
+            template = paths.BASELINE_SETTINGS if m in baselines else paths.FINETUNE_SETTINGS
+            files.append(template.format(model=m, task=task))
+    return files
