@@ -8,7 +8,7 @@ Sections, each recorded on its own (one that fails is written down with its erro
   profile      5 compiled steps under torch.profiler: the time shares of GEMM, attention, normalisation and
                elementwise, embedding, loss, optimiser and memcpy kernels, and idle time (kernel_group)
   distill      ours-distilled-align steps (RoBERTa-large teacher in bf16, RoBERTa-base student, kl all, 512)
-               at the recipe's former micro-batch 64, eager and compiled (as the pipeline runs them), and at
+               at the recipe's former micro-batch 64, compiled (as the pipeline runs them) and eager, and at
                auto's, eager; peak memory against the estimate; the output KL whole or chunked as
                distill/memory.kl_rows decides
   data_path    the pretraining CLI at world size 1 with prefetch off and on (the serial path alone where the
@@ -17,7 +17,12 @@ Sections, each recorded on its own (one that fails is written down with its erro
                against "papers" (compile default, attention dropout 0.1, micro 256): attention dropout 0,
                flash and memory-efficient attention only, max-autotune, CUDA graphs (reduce-overhead),
                micro 64 with accumulation, with and without graphs;
-               each with its kernel time by group (as profile), saved as it ends
+               each with its kernel time by group (as profile), the host's share (gpu_busy) and torch's
+               warnings (why SDPA refused a kernel), saved as it ends
+
+On a torch before 2.13, Dynamo answers torch.compiler.is_exporting() True and transformers then hands the
+compiled step an all-true attention mask; the check makes it answer False, as the pinned torch does, and
+records both answers (is_exporting_under_compile).
 
 Models are built from configs (no download) with random weights; batches are random token ids with a fixed
 number of masked positions. Writes gpu_check_pretrain.json into --out-dir ($OUT when set, else
@@ -40,6 +45,7 @@ import sys
 import tempfile
 import time
 import traceback
+import warnings
 from pathlib import Path
 
 import torch
@@ -58,6 +64,8 @@ from workflow_scripts.pretrain.model import FLOPS_FORMULA, MLMObjective, train_f
 from workflow_scripts.pretrain.settings import Phase, PretrainSettings  # noqa: E402
 
 MASK = 0.15
+TORCH = "torch's choice"  # SDPA left to pick its kernel
+FUSED = ("FLASH_ATTENTION", "EFFICIENT_ATTENTION")  # SDPA's fused kernels, without cuDNN's per-shape plans
 PREFETCH = "prefetch"  # the pretraining setting that builds the next batch in the background
 
 
@@ -156,10 +164,15 @@ def compiled(objective, sh: Shapes, mode: str | None = None):
     return step
 
 
-def timed_steps(objective, params, micro, accum, shapes_seq_vocab, steps, warmup, device) -> dict:
-    """Optimiser steps of ``accum`` micro-batches each; tokens/s over the steps after the warm-up."""
+def timed_steps(objective, params, micro, accum, shapes_seq_vocab, steps, warmup, device, stable_grads=False) -> dict:
+    """Optimiser steps of ``accum`` micro-batches each; tokens/s over the steps after the warm-up.
+    ``stable_grads``: gradients accumulate into buffers allocated here and zeroed in place, never into a
+    backward pass's own output, which a CUDA graph's next replay overwrites."""
     seq_len, vocab = shapes_seq_vocab
     optimizer = torch.optim.AdamW(params, lr=1e-4, fused=device.type == "cuda")
+    if stable_grads:
+        for p in (p for group in optimizer.param_groups for p in group["params"]):
+            p.grad = torch.zeros_like(p)
     batches = [batch(micro, seq_len, vocab, device) for _ in range(accum)]
     reset_peak(device)
     start = None
@@ -172,7 +185,7 @@ def timed_steps(objective, params, micro, accum, shapes_seq_vocab, steps, warmup
                 loss, _ = objective(*b)
             (loss / accum).backward()
         optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+        optimizer.zero_grad(set_to_none=not stable_grads)
     sync(device)
     seconds = time.perf_counter() - start
     tokens = steps * accum * micro * seq_len
@@ -256,7 +269,7 @@ def is_kernel(event) -> bool:
     return event.device_type == DeviceType.CUDA and event.self_device_time_total > 0 and not annotation
 
 
-def kernel_profile(step, args: tuple, steps: int, device: torch.device) -> dict:
+def kernel_profile(step, args: tuple, steps: int, device: torch.device, stable_grads: bool = False) -> dict:
     """``steps`` steps of an already compiled and warm ``step`` under torch.profiler: kernel time by group
     (device kernels only on CUDA, so operators and their kernels are not counted twice), launches per step."""
     from torch.profiler import ProfilerActivity, profile
@@ -266,7 +279,7 @@ def kernel_profile(step, args: tuple, steps: int, device: torch.device) -> dict:
     sync(device)
     begin = time.perf_counter()
     with profile(activities=activities) as prof:
-        timed_steps(step, *args, steps, 0, device)
+        timed_steps(step, *args, steps, 0, device, stable_grads)
     wall_us = (time.perf_counter() - begin) * 1e6
     kernels = [
         (e.key, e.self_device_time_total if cuda else e.self_cpu_time_total, e.count)
@@ -315,19 +328,22 @@ def section_distill(sh: Shapes, device: torch.device) -> dict:
     auto = memory.auto_micro_batch(lambda m: estimate(m, seq_len), sh.distill_share, memory.budget(card_gb(device)))
     flops = objective.flops_per_token(seq_len, MASK)
     out = {"seq_len": seq_len, "flops_per_token": flops, "gpu_memory_gb": card_gb(device)}
-    for name, micro, compile_it in (
-        ("paper", sh.distill_micro, False),
-        ("compiled", sh.distill_micro, True),
-        ("auto", auto, False),
+    for name, micro, compile_it, backends in (
+        ("compiled", sh.distill_micro, True, None),
+        ("paper", sh.distill_micro, False, None),
+        ("auto", auto, False, None),
     ):
         at_micro = dataclasses.replace(s, batch_size=micro, micro_batch_size=micro)
         objective.kl_rows = distill_memory.kl_rows(student, teacher, at_micro, device, 1, card_gb(device))
-        step = compiled(objective, sh) if compile_it else objective
         begin = time.perf_counter()
-        run = timed_steps(step, objective.parameters(), micro, 1, (seq_len, vocab), max(sh.steps // 4, 1), 1, device)
+        with attention_backends(backends, device):
+            step = compiled(objective, sh) if compile_it else objective
+            args = (micro, 1, (seq_len, vocab), max(sh.steps // 4, 1), 1, device)
+            run = timed_steps(step, objective.parameters(), *args)
         out[name] = {
             "micro": micro,
             "compiled": compile_it,
+            "sdpa_backends": list(backends) if backends else TORCH,
             "kl": "whole" if objective.kl_rows is None else f"chunks of {objective.kl_rows} rows",
             "estimated_peak_gb": distill_memory.distill_estimate(
                 student, teacher, s, device, full_kl=objective.kl_rows is None
@@ -378,13 +394,14 @@ def section_data_path(sh: Shapes, device: torch.device) -> dict:
 
 # name -> (inductor mode, attention dropout, micro-batch: "full" = Shapes.micro or "paper" = Shapes.paper_micro
 # with accumulation to the same tokens per optimiser step, SDPA backends: None = torch's choice); "papers" is the
-# reference of the others. On one H100 (torch 2.11) the compiled step ran no fused attention kernel, with
-# attention dropout 0.1 or 0: fused_attention allows flash and memory-efficient attention only, so the
-# compiled step either runs them or fails saying why each was refused.
+# reference of the others. fused_attention allows flash and memory-efficient attention only: the compiled step
+# runs them or fails, torch's reasons for refusing each kept in the variant's warnings (how the materialised
+# mask of answer_exporting_as_pinned was found). Under CUDA graphs (reduce-overhead) gradients accumulate into
+# stable buffers (timed_steps).
 VARIANTS = {
     "papers": (None, 0.1, "full", None),
     "attention_dropout_0": (None, 0.0, "full", None),
-    "fused_attention": (None, 0.1, "full", ("FLASH_ATTENTION", "EFFICIENT_ATTENTION")),
+    "fused_attention": (None, 0.1, "full", FUSED),
     "max_autotune": ("max-autotune-no-cudagraphs", 0.1, "full", None),
     "cuda_graphs": ("reduce-overhead", 0.1, "full", None),
     "micro_64": (None, 0.1, "paper", None),
@@ -417,12 +434,13 @@ def variant(name: str, sh: Shapes, device: torch.device) -> dict:
     begin = time.perf_counter()
     step = compiled(MLMObjective(model), sh, mode)
     args = (list(model.parameters()), micro, sh.micro // micro, (sh.seq_len, sh.vocab))
+    graphs = mode == "reduce-overhead"
     with attention_backends(backends, device):
-        run = with_mfu(timed_steps(step, *args, sh.steps, sh.warmup, device), flops, device)
+        run = with_mfu(timed_steps(step, *args, sh.steps, sh.warmup, device, graphs), flops, device)
         out = {"mode": mode or "default", "attention_dropout": attention_dropout, "micro": micro, **run}
-        out["sdpa_backends"] = list(backends) if backends else "torch's choice"
+        out["sdpa_backends"] = list(backends) if backends else TORCH
         out["first_steps_and_compile_s"] = time.perf_counter() - begin
-        profiled = kernel_profile(step, args, max(sh.profiled // 2, 1), device)
+        profiled = kernel_profile(step, args, max(sh.profiled // 2, 1), device, graphs)
     out["shares"], out["top_kernels"] = profiled["shares"], profiled["top_kernels"][:6]
     # kernel time against the unprofiled step: well under 1 means the card waits for the host
     out["gpu_busy"] = profiled["kernel_ms_per_step"] / (1e3 * run["step_s"]) if device.type == "cuda" else None
@@ -434,12 +452,16 @@ def section_variants(sh: Shapes, device: torch.device) -> dict:
     is recorded with its error and the others still run; the section is saved after each."""
     out = {}
     for name in ["papers"] + [v for v in CHOSEN if v != "papers"]:
-        try:
-            out[name] = variant(name, sh, device)
-            if "tokens_per_s" in out["papers"]:
-                out[name]["speedup"] = out[name]["tokens_per_s"] / out["papers"]["tokens_per_s"]
-        except Exception:
-            out[name] = {"error": traceback.format_exc(limit=4)[-2000:]}
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                out[name] = variant(name, sh, device)
+                if "tokens_per_s" in out["papers"]:
+                    out[name]["speedup"] = out[name]["tokens_per_s"] / out["papers"]["tokens_per_s"]
+            except Exception:  # the end of the message: a CUDA graph's names the tensor's stack trace
+                out[name] = {"error": traceback.format_exc(limit=4)[-6000:]}
+        # torch says here why SDPA refused a kernel, and where a graph could not be captured
+        out[name]["warnings"] = list(dict.fromkeys(str(w.message)[:600] for w in caught))[:12]
         reset_peak(device)
         save_part(out)
     return out
@@ -475,7 +497,7 @@ def summary(result: dict) -> list[str]:
     if "distill" in sec:
         for d in sec["distill"].values():
             if isinstance(d, dict):
-                how = "compiled" if d["compiled"] else "eager"
+                how = ("compiled" if d["compiled"] else "eager") + ("" if d["sdpa_backends"] == TORCH else ", fused")
                 lines.append(f"distillation micro {d['micro']} {how}, KL {d['kl']}: MFU {_pct(d['mfu'])}")
                 lines[-1] += f" (goal {_pct(GOALS['distill_mfu'])}), peak {d['peak_memory_gb'] or 0:.1f} GB"
                 lines[-1] += f" (est. {d['estimated_peak_gb']:.1f})"
@@ -490,6 +512,27 @@ def summary(result: dict) -> list[str]:
         lines[-1] += f", GPU busy {_pct(v['gpu_busy'])} of the step" if v.get("gpu_busy") else ""
     lines += [f"ERROR in {name} (see the JSON)" for name in result["errors"]]
     return lines
+
+
+def exporting_under_compile() -> bool:
+    """What ``torch.compiler.is_exporting()`` answers inside ``torch.compile``."""
+    probe = torch.compile(lambda x: x + 1 if torch.compiler.is_exporting() else x - 1, backend="eager", fullgraph=True)
+    answer = bool(probe(torch.zeros(1)).item() == 1)
+    torch._dynamo.reset()
+    return answer
+
+
+def answer_exporting_as_pinned() -> dict:
+    """Before 2.13, torch answers ``is_exporting()`` True inside ``torch.compile`` too (pytorch#176347, fixed
+    by #176499), so transformers cannot skip the all-true attention mask there, and SDPA, given a mask, runs
+    math attention in fp32 instead of flash. The pinned torch answers False. On an older torch (a GPU image's)
+    the check makes Dynamo answer False as well, so its figures show the pinned behaviour; the JSON says so."""
+    before = exporting_under_compile()
+    if before:
+        from torch._dynamo.variables.torch import tracing_state_functions
+
+        tracing_state_functions()[torch.compiler.is_exporting] = False  # the table Dynamo answers from
+    return {"before": before, "after": exporting_under_compile() if before else before}
 
 
 def write_json(result: dict, path: Path) -> None:
@@ -518,8 +561,10 @@ def main(argv=None) -> None:
     )
     CHOSEN[:] = chosen
     names = args.only or [n for n in SECTIONS if n != "variants" or chosen]
+    exporting = answer_exporting_as_pinned()
     torch.manual_seed(0)
     result = {
+        "is_exporting_under_compile": exporting,
         "mode": "cpu-smoke" if args.cpu_smoke else "gpu",
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu",
         "versions": {
