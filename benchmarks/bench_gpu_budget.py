@@ -1,7 +1,7 @@
 """The study's GPU budget on paper: predicted step time of each training model before and after the GPU
 path's changes, from components measured on the CPU, and the GPU-hours they imply.
 
-    python benchmarks/bench_gpu_budget.py [--out benchmarks/results/gpu_budget.json]
+    python benchmarks/bench_gpu_budget.py [--out benchmarks/results/gpu_budget.json] [--components-from JSON]
 
 Measured here, on the CPU: the FLOPs per token (model.FLOPS_FORMULA, equal to FlopCounterMode); the bytes
 that the non-matmul operators of one eager bf16-autocast step read and write (a dispatch-mode count on
@@ -10,8 +10,9 @@ operator count of one micro-step on the meta device (Python and dispatcher, no c
 of one step's mask draws at the paper's shapes, the whole global batch against the rank's own rows; and
 the memory estimate behind micro_batch_size: auto. Everything that turns these into GPU seconds is an
 assumption written into the JSON (ASSUMED); every time, MFU and GPU-hour figure is a PREDICTION, except
-the column at measured rates: there a phase whose encoder shape and length ran on one H100 (MFU read from
-benchmarks/results/gpu/) takes that measured MFU, and each model says what share of its hours is measured.
+the columns at measured rates: there a phase whose encoder shape and length ran on one H100, or on one H200
+(MFU read from benchmarks/results/gpu/), takes that measured MFU, and each model says what share of its hours
+is measured.
 """
 
 from __future__ import annotations
@@ -431,14 +432,24 @@ def measured_component(point: str, c: dict) -> str:
 GPU_RESULTS = ROOT / "benchmarks" / "results" / "gpu"
 
 
-def measured_mfu() -> dict:
-    """MFU measured on a GPU, by (encoder widths, seq_len): what benchmarks/gpu_check_pretrain.py wrote on one
-    H100 80GB HBM3 (torch 2.11, transformers 5.23) into benchmarks/results/gpu/, with the record it came from."""
-    variants = json.loads((GPU_RESULTS / "h100_pretrain_variants.json").read_text())["sections"]["variants"]
-    distill = json.loads((GPU_RESULTS / "h100_distill.json").read_text())["sections"]["distill"]
+# card -> the files benchmarks/gpu_check_pretrain.py wrote there (pretraining variants, distillation). The H100's
+# torch 2.11 handed its compiled steps an all-true attention mask (math attention); the H200's check answered
+# is_exporting() as the pinned torch does (flash attention), on a card with 1.4x the H100's memory bandwidth.
+MEASURED_ON = {
+    "h100": ("h100_pretrain_variants.json", "h100_distill.json"),
+    "h200": ("h200_pretrain_distill.json", "h200_pretrain_distill.json"),
+}
+
+
+def measured_mfu(card: str) -> dict:
+    """MFU measured on one GPU of ``card`` (torch 2.11, transformers 5.23), by (encoder widths, seq_len), with the
+    record it came from."""
+    pretrain, distill = MEASURED_ON[card]
+    variants = json.loads((GPU_RESULTS / pretrain).read_text())["sections"]["variants"]
+    compiled = json.loads((GPU_RESULTS / distill).read_text())["sections"]["distill"]["compiled"]
     return {
-        (((12, 768, 1.0),), 128): (variants["papers"]["mfu"], "h100_pretrain_variants.json: papers (compiled)"),
-        (((12, 768, 1.0), (24, 1024, 1 / 3)), 512): (distill["compiled"]["mfu"], "h100_distill.json: compiled"),
+        (((12, 768, 1.0),), 128): (variants["papers"]["mfu"], f"{pretrain}: papers (compiled)"),
+        (((12, 768, 1.0), (24, 1024, 1 / 3)), 512): (compiled["mfu"], f"{distill}: compiled"),
     }
 
 
@@ -510,32 +521,47 @@ def markdown(result: dict) -> str:
     lines += [
         "",
         "| model | GPUs | micro before -> after | GPU-hours before | after | MFU before -> after "
-        "| GPU-hours at measured H100 MFU where measured |",
-        "|---|---|---|---|---|---|---|",
+        "| GPU-hours at measured H100 MFU where measured | at measured H200 MFU (flash attention) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name, r in result["models"].items():
         b, a = r["before"], r["after"]
         micro = f"{'/'.join(map(str, b['micro_batch'].values()))} -> {'/'.join(map(str, a['micro_batch'].values()))}"
         hours = f"{b['gpu_hours']:,.0f} | {a['gpu_hours']:,.0f}"
-        m = r["at_measured_rates"]
-        measured = f"{m['gpu_hours']:,.0f} ({m['label']})"
+        measured = " | ".join(f"{m['gpu_hours']:,.0f} ({m['label']})" for m in r["at_measured_rates"].values())
         lines.append(f"| {name} | {r['gpus']} | {micro} | {hours} | {b['mfu']:.0%} -> {a['mfu']:.0%} | {measured} |")
     b = sum(r["before"]["gpu_hours"] for r in result["models"].values())
     a = sum(r["after"]["gpu_hours"] for r in result["models"].values())
-    m = sum(r["at_measured_rates"]["gpu_hours"] for r in result["models"].values())
-    lines.append(f"| all | | | {b:,.0f} | {a:,.0f} | | {m:,.0f} |")
+    m = [sum(r["at_measured_rates"][card]["gpu_hours"] for r in result["models"].values()) for card in MEASURED_ON]
+    lines.append(f"| all | | | {b:,.0f} | {a:,.0f} | | {' | '.join(f'{x:,.0f}' for x in m)} |")
     return "\n".join(lines)
+
+
+def stored_components(path: Path) -> dict:
+    """The components an earlier run recorded, with the sequence lengths JSON wrote as strings as ints again."""
+
+    def keys(value):
+        if not isinstance(value, dict):
+            return value
+        return {int(k) if k.isdigit() else k: keys(v) for k, v in value.items()}
+
+    return keys(json.loads(path.read_text())["components"])
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "results" / "gpu_budget.json"))
+    ap.add_argument(
+        "--components-from",
+        help="an earlier run's JSON: its CPU-measured components (host times move with the CPU), so that only "
+        "the columns at GPU-measured rates change",
+    )
     args = ap.parse_args()
-    c = components()
-    runs, measured = study_runs(c["full_kl_fp32_tensors"]), measured_mfu()
+    c = stored_components(Path(args.components_from)) if args.components_from else components()
+    runs, measured = study_runs(c["full_kl_fp32_tensors"]), {card: measured_mfu(card) for card in MEASURED_ON}
     result = {
         "label": "PREDICTIONS from CPU-measured components and the ASSUMED rates, except at_measured_rates: "
-        "phases of a shape measured on one H100 at its measured MFU, labelled per model",
+        "phases of a shape measured on one H100 or one H200 at its measured MFU, labelled per model",
         "flops_formula": FLOPS_FORMULA,
         "assumed": ASSUMED,
         "components": c,
@@ -545,7 +571,7 @@ def main() -> None:
                 "gpus": r.gpus,
                 "before": gpu_hours(r, BEFORE, c),
                 "after": gpu_hours(r, AFTER, c),
-                "at_measured_rates": at_measured_rates(r, c, measured),
+                "at_measured_rates": {card: at_measured_rates(r, c, on) for card, on in measured.items()},
             }
             for r in runs
         },

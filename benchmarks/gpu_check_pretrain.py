@@ -324,7 +324,7 @@ def section_distill(sh: Shapes, device: torch.device) -> dict:
     layer_map = [round((i + 1) * layers / sh.layers) for i in range(sh.layers)]
     objective = DistillObjective(student, teacher, weights, 2.0, layer_map, lambda: autocast(device)).to(device)
     s = DistillSettings(phases=[Phase(seq_len=seq_len)])
-    estimate = distill_memory.distill_estimate(student, teacher, s, device)
+    estimate = distill_memory.auto_estimate(student, teacher, s, device, card_gb(device))  # as the pipeline sizes
     auto = memory.auto_micro_batch(lambda m: estimate(m, seq_len), sh.distill_share, memory.budget(card_gb(device)))
     flops = objective.flops_per_token(seq_len, MASK)
     out = {"seq_len": seq_len, "flops_per_token": flops, "gpu_memory_gb": card_gb(device)}

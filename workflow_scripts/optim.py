@@ -97,6 +97,16 @@ class Updater:
     optimizer: torch.optim.AdamW
     scheduler: torch.optim.lr_scheduler.LambdaLR
     scaler: torch.amp.GradScaler
+    kept_gradients: bool = False
+
+    def keep_gradients(self) -> None:
+        """Accumulate into gradient buffers allocated now and zeroed in place after each step, never into a
+        backward pass's own output: a CUDA graph's next replay overwrites those."""
+        self.kept_gradients = True
+        for group in self.optimizer.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    p.grad = torch.zeros_like(p)
 
     def backward(self, loss: torch.Tensor) -> None:
         self.scaler.scale(loss).backward()
@@ -112,7 +122,7 @@ class Updater:
         lr = self.scheduler.get_last_lr()[0]
         self.scaler.step(self.optimizer)
         self.scaler.update()
-        self.optimizer.zero_grad(set_to_none=True)
+        self.optimizer.zero_grad(set_to_none=not self.kept_gradients)
         self.scheduler.step()
         return norm, lr
 

@@ -27,13 +27,21 @@ from transformers import (
 from workflow_scripts.distill.objective import DistillObjective
 from workflow_scripts.distill.settings import LossWeights
 from workflow_scripts.pack.index import read_index
-from workflow_scripts.pretrain.batches import BatchBuilder, fixed_predictions, prediction_slots, prefetched
+from workflow_scripts.pretrain.batches import (
+    BatchBuilder,
+    MicroBatch,
+    StepBatch,
+    fixed_predictions,
+    prediction_slots,
+    prefetched,
+)
 from workflow_scripts.pretrain.data import PackedCorpus
+from workflow_scripts.pretrain.dist import Dist
 from workflow_scripts.pretrain.electra import ElectraObjective
 from workflow_scripts.pretrain.masking import apply_mask, draw, step_generator
 from workflow_scripts.pretrain.model import MLMObjective
 from workflow_scripts.pretrain.settings import ElectraSettings, PretrainSettings
-from workflow_scripts.pretrain.step import compiles, fixed_slots
+from workflow_scripts.pretrain.step import TrainStep, compiles, fixed_slots, replays_graphs
 from workflow_scripts.tokenizer import Specials
 from workflow_scripts.typed import parse
 
@@ -176,6 +184,34 @@ def test_compile_auto_is_on_for_cuda_only():
     assert not compiles(parse(PretrainSettings, {"compile": False}, "s"), torch.device("cuda"))
 
 
+def test_cuda_graphs_replay_compiled_steps_on_cuda_only():
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    graphs = parse(PretrainSettings, {"cuda_graphs": True}, "s")
+    assert replays_graphs(graphs, cuda) and not replays_graphs(graphs, cpu)
+    assert not replays_graphs(parse(PretrainSettings, {"cuda_graphs": True, "compile": False}, "s"), cuda)
+    assert not replays_graphs(PretrainSettings(), cuda)
+
+
+def test_kept_gradient_buffers_train_as_the_plain_step_and_stay_in_place():
+    """Under CUDA graphs gradients accumulate into buffers kept across steps and zeroed in place (a graph's
+    replay overwrites its own outputs); 3 steps of 2 micro-batches leave the plain step's weights bit for bit."""
+
+    def train(cuda_graphs: bool):
+        settings = PretrainSettings(precision="fp32", max_steps=3, cuda_graphs=cuda_graphs)
+        trainer = TrainStep(_mlm(), settings, Dist())
+        trainer.wrap()
+        slots, buffers = prediction_slots(0.15, ROWS, L, whole_word=False), []
+        for step in range(3):
+            trainer(StepBatch(step, 0, L, [MicroBatch(*_micro(10 * step + k, slots)[0]) for k in range(2)], 0), NORMS)
+            buffers.append([None if p.grad is None else p.grad.data_ptr() for p in trainer.objective.parameters()])
+        return trainer.objective.state_dict(), buffers
+
+    (plain, plain_buffers), (kept, kept_buffers) = train(False), train(True)
+    assert all(torch.equal(plain[k], kept[k]) for k in plain)
+    assert set(plain_buffers[-1]) == {None}  # the plain step lets go of its gradients
+    assert None not in kept_buffers[0] and kept_buffers[0] == kept_buffers[-1]
+
+
 def test_prediction_slots_are_fixed_where_a_compiled_step_needs_them():
     cpu, cuda = torch.device("cpu"), torch.device("cuda")
     assert fixed_slots(PretrainSettings(), cpu) and fixed_slots(PretrainSettings(), cuda)  # the default
@@ -259,9 +295,10 @@ from workflow_scripts.pretrain.settings import PretrainSettings
 
 d = distributed.setup()
 
-def weights(default_ddp):
+def weights(default_ddp, cuda_graphs=False):
     """A tiny BERT after 3 steps of 2 micro-batches each, on this process's own data."""
-    trainer = stepmod.TrainStep(t._mlm(), PretrainSettings(precision="fp32", max_steps=3), d)
+    settings = PretrainSettings(precision="fp32", max_steps=3, cuda_graphs=cuda_graphs)
+    trainer = stepmod.TrainStep(t._mlm(), settings, d)
     trainer.wrap()
     if default_ddp:
         trainer.runner = DistributedDataParallel(trainer.objective)
@@ -271,8 +308,8 @@ def weights(default_ddp):
         trainer(StepBatch(step, 0, t.L, micro, 0), t.NORMS)
     return trainer.objective.state_dict()
 
-a, b = weights(True), weights(False)
-same = all(torch.equal(a[k], b[k]) for k in a)
+a, b, kept = weights(True), weights(False), weights(False, cuda_graphs=True)
+same = all(torch.equal(a[k], b[k]) and torch.equal(a[k], kept[k]) for k in a)
 
 calls, current = [], {"step": -1}
 run_step = stepmod.TrainStep.__call__

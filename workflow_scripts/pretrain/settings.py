@@ -162,6 +162,15 @@ class PretrainSettings:
         default="auto",
         metadata={"help": "Wrap the training objective in torch.compile; auto: on CUDA devices, not on the CPU."},
     )
+    cuda_graphs: bool = field(
+        default=False,
+        metadata={
+            "help": "When compiling on CUDA, replay each micro-step's forward and backward as CUDA graphs "
+            "(torch.compile mode reduce-overhead), taking the per-kernel host work out of small micro-batches; "
+            "gradients then accumulate into buffers kept across steps and zeroed in place (on the CPU too, where "
+            "nothing else changes)."
+        },
+    )
     prediction_slots: Literal["fixed", "exact", "auto"] = field(
         default="fixed",
         metadata={

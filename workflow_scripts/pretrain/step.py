@@ -32,6 +32,11 @@ def compiles(settings: PretrainSettings, device: torch.device) -> bool:
     return device.type == "cuda" if settings.compile == "auto" else bool(settings.compile)
 
 
+def replays_graphs(settings: PretrainSettings, device: torch.device) -> bool:
+    """``cuda_graphs`` captures the compiled micro-step once and replays it: on CUDA, when compiling."""
+    return settings.cuda_graphs and device.type == "cuda" and compiles(settings, device)
+
+
 def fixed_slots(settings: PretrainSettings, device: torch.device) -> bool:
     """Whether micro-batches pad their predictions to a fixed count: compiled steps need the static
     shapes, while an eager step only pays for the padded rows of the head."""
@@ -82,19 +87,24 @@ class TrainStep:
         """Compile and distribute the objective; after any resumed weights are loaded."""
         d = self.dist
         self.objective.train()
+        if self.settings.cuda_graphs:
+            self.update.keep_gradients()  # before DDP, whose bucket views then take their place
         if compiles(self.settings, d.device):
-            self.runner = torch.compile(self.runner)
+            graphs = {"mode": "reduce-overhead"} if replays_graphs(self.settings, d.device) else {}
+            self.runner = torch.compile(self.runner, **graphs)
         if d.world > 1:
             self.runner = distribute(self.runner, d)
 
     def __call__(self, batch: StepBatch, norms: dict[str, float]) -> tuple[torch.Tensor | None, float]:
         """Train on ``batch``; return the gradient norm before clipping and the learning rate used."""
         s, d = self.settings, self.dist
-        last = len(batch.micro) - 1
+        last, graphs = len(batch.micro) - 1, replays_graphs(s, d.device)
         for k, mb in enumerate(batch.micro):
             inputs = [to_device(t, d.device) for t in (mb.input_ids, mb.positions, mb.labels)]
             documents = {} if mb.position_ids is None else {"position_ids": to_device(mb.position_ids, d.device)}
             sync = contextlib.nullcontext() if d.world == 1 or k == last else self.runner.no_sync()
+            if graphs:  # this micro-step's replay may overwrite the last one's outputs, all consumed by now
+                torch.compiler.cudagraph_mark_step_begin()
             with sync:
                 with optim.autocast(d.device, s.precision):
                     loss, stats = self.runner(*inputs, norms, **documents)
