@@ -13,6 +13,8 @@ Sections, each recorded on its own (one that fails is written down with its erro
                distill/memory.kl_rows decides
   data_path    the pretraining CLI at world size 1 with prefetch off and on (the serial path alone where the
                settings have no prefetch yet)
+  pipeline_graphs  the pretraining CLI at one GPU's share (512 x 128) in micro-batches of 64, compiled, with
+               cuda_graphs off and on: the pipeline's own step under CUDA graphs
   variants     with --variants [NAME ...] (all when none is named): A/B of the compiled BERT-base step, each
                against "papers" (compile default, attention dropout 0.1, micro 256): attention dropout 0,
                flash and memory-efficient attention only, max-autotune, CUDA graphs (reduce-overhead),
@@ -357,8 +359,9 @@ def section_distill(sh: Shapes, device: torch.device) -> dict:
     return out
 
 
-def data_path(prefetch: bool | None, sh: Shapes, device: torch.device, work: Path) -> dict:
-    """tokens/s of the pretraining CLI itself (packing excluded), with the given prefetch setting (None: unset)."""
+def cli_run(name: str, sh: Shapes, device: torch.device, work: Path, **settings) -> dict:
+    """tokens/s of the pretraining CLI itself (packing excluded) training a BERT of ``sh``'s shape, eagerly at
+    micro-batch ``sh.micro`` unless ``settings`` say otherwise."""
     from bench_pretrain import run_ours, synthetic_corpus, wordpiece
 
     corpus = work / "corpus"
@@ -372,12 +375,16 @@ def data_path(prefetch: bool | None, sh: Shapes, device: torch.device, work: Pat
         "num_heads": sh.heads,
         "batch_size": sh.micro,
         "phases": [{"seq_len": sh.seq_len, "fraction": 1.0}],
-        "compile": False,  # the data path is measured, not compilation
-        **({PREFETCH: prefetch} if prefetch is not None else {}),
+        "compile": False,
+        **settings,
     }
-    return run_ours(
-        work, corpus, work / "vocab", recipe, sh.steps + sh.warmup, sh.warmup, f"prefetch-{prefetch}", device
-    )
+    return run_ours(work, corpus, work / "vocab", recipe, sh.steps + sh.warmup, sh.warmup, name, device)
+
+
+def data_path(prefetch: bool | None, sh: Shapes, device: torch.device, work: Path) -> dict:
+    """The CLI with the given prefetch setting (None: unset), uncompiled: the data path is measured, not
+    compilation."""
+    return cli_run(f"prefetch-{prefetch}", sh, device, work, **({PREFETCH: prefetch} if prefetch is not None else {}))
 
 
 def section_data_path(sh: Shapes, device: torch.device) -> dict:
@@ -390,6 +397,17 @@ def section_data_path(sh: Shapes, device: torch.device) -> dict:
             }
         off, on = (data_path(p, sh, device, Path(tmp)) for p in (False, True))
     return {"prefetch_off": off, "prefetch_on": on, "speedup": on["tokens_per_s"] / off["tokens_per_s"]}
+
+
+def section_pipeline_graphs(sh: Shapes, device: torch.device) -> dict:
+    """The pretraining CLI's own step (the variants time the check's) at one GPU's share in micro-batches of the
+    papers' size, compiled, with ``cuda_graphs`` off and on. The CPU smoke runs it eagerly, where only the kept
+    gradient buffers apply."""
+    shared = {"batch_size": sh.share, "micro_batch_size": sh.paper_micro, "compile": device.type == "cuda"}
+    with tempfile.TemporaryDirectory() as tmp:
+        off, on = (cli_run(f"graphs-{g}", sh, device, Path(tmp), cuda_graphs=g, **shared) for g in (False, True))
+    out = {"share": sh.share, "micro": sh.paper_micro, "graphs_off": off, "graphs_on": on}
+    return out | {"speedup": on["tokens_per_s"] / off["tokens_per_s"]}
 
 
 # name -> (inductor mode, attention dropout, micro-batch: "full" = Shapes.micro or "paper" = Shapes.paper_micro
@@ -473,6 +491,7 @@ SECTIONS = {
     "profile": section_profile,
     "distill": section_distill,
     "data_path": section_data_path,
+    "pipeline_graphs": section_pipeline_graphs,
     "variants": section_variants,
 }
 GOALS = {"pretrain_mfu": 0.40, "pretrain_micro_64_mfu": 0.35, "distill_mfu": 0.30}
@@ -501,6 +520,11 @@ def summary(result: dict) -> list[str]:
                 lines.append(f"distillation micro {d['micro']} {how}, KL {d['kl']}: MFU {_pct(d['mfu'])}")
                 lines[-1] += f" (goal {_pct(GOALS['distill_mfu'])}), peak {d['peak_memory_gb'] or 0:.1f} GB"
                 lines[-1] += f" (est. {d['estimated_peak_gb']:.1f})"
+    if "pipeline_graphs" in sec:
+        g = sec["pipeline_graphs"]
+        rates = f"{g['graphs_off']['tokens_per_s']:,.0f} -> {g['graphs_on']['tokens_per_s']:,.0f} tokens/s"
+        lines.append(f"pipeline step, micro {g['micro']} x {g['share'] // g['micro']}, compiled: CUDA graphs ")
+        lines[-1] += f"{g['speedup']:.2f}x ({rates})"
     if "profile" in sec:
         shares = sec["profile"]["shares"]
         lines.append("compiled step: " + ", ".join(f"{k} {_pct(v)}" for k, v in shares.items() if v >= 0.005))

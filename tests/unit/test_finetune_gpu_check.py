@@ -31,7 +31,8 @@ def test_cpu_smoke_writes_every_figure_the_gpu_run_records(tmp_path):
         "efficient",
         "math",
     ]
-    runs = [*variants.values(), *record["large_and_long"].values(), record["cuda_graphs"]["bf16"]]
+    runs = [*variants.values(), *record["large_and_long"].values(), *record["cuda_graphs"].values()]
+    assert set(record["cuda_graphs"]) == {"bf16", "bf16_cuda_graphs"}
     for run in runs:
         assert run["precision"] == "fp32"  # the CPU trains in fp32 whatever is asked
         assert run["padding"]["policy"] == "longest" and run["cuda_graphs"] is False  # the CPU pads as before

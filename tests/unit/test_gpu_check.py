@@ -44,7 +44,7 @@ def test_cpu_smoke_runs_every_section_without_the_pipelines_extra_packages(tmp_p
     result = json.loads((out / "gpu_check_pretrain.json").read_text())
     assert result["mode"] == "cpu-smoke" and result["errors"] == {}
     sections = result["sections"]
-    assert set(sections) == {"compile", "micro_batch", "profile", "distill", "data_path", "variants"}
+    assert set(sections) == {"compile", "micro_batch", "profile", "distill", "data_path", "pipeline_graphs", "variants"}
     assert sections["compile"]["eager"]["tokens_per_s"] > 0 and sections["compile"]["compiled"]["tokens_per_s"] > 0
     assert "6 x W_enc" in sections["compile"]["formula"]
     micro = sections["micro_batch"]
@@ -63,6 +63,8 @@ def test_cpu_smoke_runs_every_section_without_the_pipelines_extra_packages(tmp_p
     assert "(goal 40.0%)" in proc.stdout and "compiled step: gemm" in proc.stdout  # the one-screen summary
     data = sections["data_path"]
     assert data.get("serial", data.get("prefetch_on", {})).get("tokens_per_s", 0) > 0
+    graphs = sections["pipeline_graphs"]
+    assert graphs["graphs_on"]["tokens_per_s"] > 0 and graphs["micro"] < graphs["share"]
 
 
 def _check_module():
