@@ -60,6 +60,7 @@ sys.path.insert(0, str(ROOT))  # the package from this working tree, whatever is
 from workflow_scripts.distill import memory as distill_memory  # noqa: E402
 from workflow_scripts.distill.objective import DistillObjective  # noqa: E402
 from workflow_scripts.distill.settings import DistillSettings, LossWeights  # noqa: E402
+from workflow_scripts.optim import allocate_gradients  # noqa: E402
 from workflow_scripts.pretrain import memory  # noqa: E402
 from workflow_scripts.pretrain.loop import peak_tflops  # noqa: E402
 from workflow_scripts.pretrain.model import FLOPS_FORMULA, MLMObjective, train_flops_per_token  # noqa: E402
@@ -173,8 +174,7 @@ def timed_steps(objective, params, micro, accum, shapes_seq_vocab, steps, warmup
     seq_len, vocab = shapes_seq_vocab
     optimizer = torch.optim.AdamW(params, lr=1e-4, fused=device.type == "cuda")
     if stable_grads:
-        for p in (p for group in optimizer.param_groups for p in group["params"]):
-            p.grad = torch.zeros_like(p)
+        allocate_gradients(optimizer)
     batches = [batch(micro, seq_len, vocab, device) for _ in range(accum)]
     reset_peak(device)
     start = None
@@ -330,22 +330,19 @@ def section_distill(sh: Shapes, device: torch.device) -> dict:
     auto = memory.auto_micro_batch(lambda m: estimate(m, seq_len), sh.distill_share, memory.budget(card_gb(device)))
     flops = objective.flops_per_token(seq_len, MASK)
     out = {"seq_len": seq_len, "flops_per_token": flops, "gpu_memory_gb": card_gb(device)}
-    for name, micro, compile_it, backends in (
-        ("compiled", sh.distill_micro, True, None),
-        ("paper", sh.distill_micro, False, None),
-        ("auto", auto, False, None),
+    for name, micro, compile_it in (
+        ("compiled", sh.distill_micro, True),
+        ("paper", sh.distill_micro, False),
+        ("auto", auto, False),
     ):
         at_micro = dataclasses.replace(s, batch_size=micro, micro_batch_size=micro)
         objective.kl_rows = distill_memory.kl_rows(student, teacher, at_micro, device, 1, card_gb(device))
+        step = compiled(objective, sh) if compile_it else objective
         begin = time.perf_counter()
-        with attention_backends(backends, device):
-            step = compiled(objective, sh) if compile_it else objective
-            args = (micro, 1, (seq_len, vocab), max(sh.steps // 4, 1), 1, device)
-            run = timed_steps(step, objective.parameters(), *args)
+        run = timed_steps(step, objective.parameters(), micro, 1, (seq_len, vocab), max(sh.steps // 4, 1), 1, device)
         out[name] = {
             "micro": micro,
             "compiled": compile_it,
-            "sdpa_backends": list(backends) if backends else TORCH,
             "kl": "whole" if objective.kl_rows is None else f"chunks of {objective.kl_rows} rows",
             "estimated_peak_gb": distill_memory.distill_estimate(
                 student, teacher, s, device, full_kl=objective.kl_rows is None
@@ -516,7 +513,7 @@ def summary(result: dict) -> list[str]:
     if "distill" in sec:
         for d in sec["distill"].values():
             if isinstance(d, dict):
-                how = ("compiled" if d["compiled"] else "eager") + ("" if d["sdpa_backends"] == TORCH else ", fused")
+                how = "compiled" if d["compiled"] else "eager"
                 lines.append(f"distillation micro {d['micro']} {how}, KL {d['kl']}: MFU {_pct(d['mfu'])}")
                 lines[-1] += f" (goal {_pct(GOALS['distill_mfu'])}), peak {d['peak_memory_gb'] or 0:.1f} GB"
                 lines[-1] += f" (est. {d['estimated_peak_gb']:.1f})"

@@ -90,6 +90,16 @@ def seed_everything(seed: int, deterministic: bool = False) -> None:
         torch.backends.cudnn.benchmark = False
 
 
+def allocate_gradients(optimizer: torch.optim.Optimizer) -> None:
+    """A gradient buffer for every parameter ``optimizer`` updates, allocated now, for backward passes to
+    accumulate into (zero it in place after each step: ``zero_grad(set_to_none=False)``), never into a backward
+    pass's own output: a CUDA graph's next replay overwrites those."""
+    for group in optimizer.param_groups:
+        for p in group["params"]:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+
+
 @dataclass
 class Updater:
     """AdamW, its schedule and the fp16 loss scaler (a pass-through otherwise), updated together."""
@@ -100,13 +110,9 @@ class Updater:
     kept_gradients: bool = False
 
     def keep_gradients(self) -> None:
-        """Accumulate into gradient buffers allocated now and zeroed in place after each step, never into a
-        backward pass's own output: a CUDA graph's next replay overwrites those."""
+        """Accumulate into gradient buffers kept across steps and zeroed in place (allocate_gradients)."""
         self.kept_gradients = True
-        for group in self.optimizer.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    p.grad = torch.zeros_like(p)
+        allocate_gradients(self.optimizer)
 
     def backward(self, loss: torch.Tensor) -> None:
         self.scaler.scale(loss).backward()
