@@ -18,7 +18,8 @@ Sections, each recorded on its own (one that fails is written down with its erro
   variants     with --variants [NAME ...] (all when none is named): A/B of the compiled BERT-base step, each
                against "papers" (compile default, attention dropout 0.1, micro 256): attention dropout 0,
                flash and memory-efficient attention only, max-autotune, CUDA graphs (reduce-overhead),
-               micro 64 with accumulation, with and without graphs;
+               micro 64 with accumulation, with and without graphs, the residual stream in bf16
+               (residual_stream: autocast) at micro 256 and at micro 64 with graphs;
                each with its kernel time by group (as profile), the host's share (gpu_busy) and torch's
                warnings (why SDPA refused a kernel), saved as it ends
 
@@ -47,6 +48,7 @@ import sys
 import tempfile
 import time
 import traceback
+import typing
 import warnings
 from pathlib import Path
 
@@ -64,6 +66,7 @@ from workflow_scripts.optim import allocate_gradients  # noqa: E402
 from workflow_scripts.pretrain import memory  # noqa: E402
 from workflow_scripts.pretrain.loop import peak_tflops  # noqa: E402
 from workflow_scripts.pretrain.model import FLOPS_FORMULA, MLMObjective, train_flops_per_token  # noqa: E402
+from workflow_scripts.pretrain.residual import keep_residual_in_autocast_dtype  # noqa: E402
 from workflow_scripts.pretrain.settings import Phase, PretrainSettings  # noqa: E402
 
 MASK = 0.15
@@ -407,27 +410,40 @@ def section_pipeline_graphs(sh: Shapes, device: torch.device) -> dict:
     return out | {"speedup": on["tokens_per_s"] / off["tokens_per_s"]}
 
 
-# name -> (inductor mode, attention dropout, micro-batch: "full" = Shapes.micro or "paper" = Shapes.paper_micro
-# with accumulation to the same tokens per optimiser step, SDPA backends: None = torch's choice); "papers" is the
-# reference of the others. fused_attention allows flash and memory-efficient attention only: the compiled step
-# runs them or fails, torch's reasons for refusing each kept in the variant's warnings (how the materialised
-# mask of answer_exporting_as_pinned was found). Under CUDA graphs (reduce-overhead) gradients accumulate into
-# stable buffers (timed_steps).
+class Variant(typing.NamedTuple):
+    """A compiled step's settings: ``mode`` an inductor mode (None: default); ``micro`` "full" (Shapes.micro) or
+    "paper" (Shapes.paper_micro, accumulating to the same tokens per optimiser step); ``backends`` the SDPA kernels
+    allowed (None: torch's choice); ``residual`` the pretraining setting residual_stream."""
+
+    mode: str | None = None
+    attention_dropout: float = 0.1
+    micro: str = "full"
+    backends: tuple[str, ...] | None = None
+    residual: str = "fp32"
+
+
+# "papers" is the reference of the others. fused_attention allows flash and memory-efficient attention only: the
+# compiled step runs them or fails, torch's reasons for refusing each kept in the variant's warnings (how the
+# materialised mask of answer_exporting_as_pinned was found). Under CUDA graphs (reduce-overhead) gradients
+# accumulate into stable buffers (timed_steps).
 VARIANTS = {
-    "papers": (None, 0.1, "full", None),
-    "attention_dropout_0": (None, 0.0, "full", None),
-    "fused_attention": (None, 0.1, "full", FUSED),
-    "max_autotune": ("max-autotune-no-cudagraphs", 0.1, "full", None),
-    "cuda_graphs": ("reduce-overhead", 0.1, "full", None),
-    "micro_64": (None, 0.1, "paper", None),
-    "micro_64_cuda_graphs": ("reduce-overhead", 0.1, "paper", None),
+    "papers": Variant(),
+    "attention_dropout_0": Variant(attention_dropout=0.0),
+    "fused_attention": Variant(backends=FUSED),
+    "max_autotune": Variant("max-autotune-no-cudagraphs"),
+    "cuda_graphs": Variant("reduce-overhead"),
+    "micro_64": Variant(micro="paper"),
+    "micro_64_cuda_graphs": Variant("reduce-overhead", micro="paper"),
+    "residual_autocast": Variant(residual="autocast"),
+    "micro_64_cuda_graphs_residual_autocast": Variant("reduce-overhead", micro="paper", residual="autocast"),
 }
 CHOSEN: list[str] = []  # the variants --variants names
 SMOKE_VARIANTS = [
     "papers",
     "fused_attention",
     "micro_64_cuda_graphs",
-]  # --cpu-smoke's: the mode and the accumulation paths
+    "residual_autocast",
+]  # --cpu-smoke's: the mode, the accumulation and the residual paths
 
 
 def attention_backends(names: tuple[str, ...] | None, device: torch.device):
@@ -442,8 +458,10 @@ def attention_backends(names: tuple[str, ...] | None, device: torch.device):
 
 def variant(name: str, sh: Shapes, device: torch.device) -> dict:
     """One variant's compiled step: tokens/s and MFU, then where its kernel time goes (kernel_profile)."""
-    mode, attention_dropout, micro_kind, backends = VARIANTS[name]
+    mode, attention_dropout, micro_kind, backends, residual = VARIANTS[name]
     model = masked_lm("bert", sh.hidden, sh.layers, sh.heads, sh.vocab, sh.seq_len, device, 0.1, attention_dropout)
+    if residual == "autocast":
+        keep_residual_in_autocast_dtype(model)
     flops = train_flops_per_token(model, sh.seq_len, MASK)
     micro = sh.micro if micro_kind == "full" else sh.paper_micro
     begin = time.perf_counter()
@@ -453,6 +471,7 @@ def variant(name: str, sh: Shapes, device: torch.device) -> dict:
     with attention_backends(backends, device):
         run = with_mfu(timed_steps(step, *args, sh.steps, sh.warmup, device, graphs), flops, device)
         out = {"mode": mode or "default", "attention_dropout": attention_dropout, "micro": micro, **run}
+        out["residual_stream"] = residual
         out["sdpa_backends"] = list(backends) if backends else TORCH
         out["first_steps_and_compile_s"] = time.perf_counter() - begin
         profiled = kernel_profile(step, args, max(sh.profiled // 2, 1), device, graphs)

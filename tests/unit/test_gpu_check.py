@@ -57,8 +57,9 @@ def test_cpu_smoke_runs_every_section_without_the_pipelines_extra_packages(tmp_p
     assert distill["compiled"]["compiled"] and distill["compiled"]["kl"] == "whole"  # tiny: the whole KL fits
     assert all(distill[k]["estimated_peak_gb"] > 0 and distill[k]["step_s"] > 0 for k in ("paper", "compiled", "auto"))
     variants = sections["variants"]
-    assert set(variants) == {"papers", "fused_attention", "micro_64_cuda_graphs"}
+    assert set(variants) == {"papers", "fused_attention", "micro_64_cuda_graphs", "residual_autocast"}
     assert variants["papers"]["speedup"] == 1.0
+    assert variants["residual_autocast"]["residual_stream"] == "autocast" != variants["papers"]["residual_stream"]
     assert variants["micro_64_cuda_graphs"]["micro"] < variants["papers"]["micro"]
     assert "(goal 40.0%)" in proc.stdout and "compiled step: gemm" in proc.stdout  # the one-screen summary
     data = sections["data_path"]

@@ -40,6 +40,7 @@ from workflow_scripts.pretrain.dist import Dist
 from workflow_scripts.pretrain.electra import ElectraObjective
 from workflow_scripts.pretrain.masking import apply_mask, draw, step_generator
 from workflow_scripts.pretrain.model import MLMObjective
+from workflow_scripts.pretrain.residual import keep_residual_in_autocast_dtype
 from workflow_scripts.pretrain.settings import ElectraSettings, PretrainSettings
 from workflow_scripts.pretrain.step import TrainStep, compiles, fixed_slots, replays_graphs
 from workflow_scripts.tokenizer import Specials
@@ -192,24 +193,104 @@ def test_cuda_graphs_replay_compiled_steps_on_cuda_only():
     assert not replays_graphs(PretrainSettings(), cuda)
 
 
+def _three_steps(after_each=lambda trainer: None, **settings) -> TrainStep:
+    """An fp32 MLM trained 3 steps of 2 micro-batches under ``settings``; ``after_each`` sees it after each step."""
+    trainer = TrainStep(_mlm(), PretrainSettings(precision="fp32", max_steps=3, **settings), Dist())
+    trainer.wrap()
+    slots = prediction_slots(0.15, ROWS, L, whole_word=False)
+    for step in range(3):
+        trainer(StepBatch(step, 0, L, [MicroBatch(*_micro(10 * step + k, slots)[0]) for k in range(2)], 0), NORMS)
+        after_each(trainer)
+    return trainer
+
+
 def test_kept_gradient_buffers_train_as_the_plain_step_and_stay_in_place():
     """Under CUDA graphs gradients accumulate into buffers kept across steps and zeroed in place (a graph's
     replay overwrites its own outputs); 3 steps of 2 micro-batches leave the plain step's weights bit for bit."""
 
     def train(cuda_graphs: bool):
-        settings = PretrainSettings(precision="fp32", max_steps=3, cuda_graphs=cuda_graphs)
-        trainer = TrainStep(_mlm(), settings, Dist())
-        trainer.wrap()
-        slots, buffers = prediction_slots(0.15, ROWS, L, whole_word=False), []
-        for step in range(3):
-            trainer(StepBatch(step, 0, L, [MicroBatch(*_micro(10 * step + k, slots)[0]) for k in range(2)], 0), NORMS)
+        buffers = []
+
+        def record(trainer):
             buffers.append([None if p.grad is None else p.grad.data_ptr() for p in trainer.objective.parameters()])
-        return trainer.objective.state_dict(), buffers
+
+        return _three_steps(record, cuda_graphs=cuda_graphs).objective.state_dict(), buffers
 
     (plain, plain_buffers), (kept, kept_buffers) = train(False), train(True)
     assert all(torch.equal(plain[k], kept[k]) for k in plain)
     assert set(plain_buffers[-1]) == {None}  # the plain step lets go of its gradients
     assert None not in kept_buffers[0] and kept_buffers[0] == kept_buffers[-1]
+
+
+def _stream_dtypes(objective, batch) -> set[torch.dtype]:
+    """The dtypes of what each layer hands the next (the residual stream), under CPU bf16 autocast."""
+    seen = []
+    layers = [m for name, m in objective.named_modules() if name.endswith(("layer.0", "layer.1", "layers.0"))]
+    hooks = [
+        m.register_forward_hook(lambda m, i, out: seen.append(out[0] if isinstance(out, tuple) else out))
+        for m in layers
+    ]
+    with torch.autocast("cpu", torch.bfloat16):
+        objective(*batch, NORMS)
+    for hook in hooks:
+        hook.remove()
+    assert seen
+    return {t.dtype for t in seen}
+
+
+@pytest.mark.parametrize(
+    "make", [_mlm, _modernbert, _electra, _distill], ids=["mlm", "modernbert", "electra", "distill"]
+)
+def test_residual_stream_autocast_keeps_what_each_layer_hands_the_next_in_bf16(make):
+    batch, _ = _micro(0, prediction_slots(0.15, ROWS, L, whole_word=False))
+    plain, low = make(), make()
+    assert keep_residual_in_autocast_dtype(low) > 0
+    assert _stream_dtypes(plain, batch) == {torch.float32}  # torch's autocast: the norms return fp32
+    assert _stream_dtypes(low, batch) == {torch.bfloat16}
+    assert plain.state_dict().keys() == low.state_dict().keys()
+
+
+def test_a_bf16_residual_stream_compiles_whole_forward_and_backward():
+    low = _mlm()
+    keep_residual_in_autocast_dtype(low)
+    torch._dynamo.reset()
+    counter = CompileCounterWithBackend("aot_eager")
+    compiled = torch.compile(low, backend=counter, fullgraph=True)  # fullgraph: a graph break is an error
+    with torch.autocast("cpu", torch.bfloat16):
+        for step in range(3):
+            compiled(*_micro(step, prediction_slots(0.15, ROWS, L, whole_word=False))[0], NORMS)[0].backward()
+    torch._dynamo.reset()
+    assert counter.frame_count == 1
+
+
+def test_a_bf16_residual_stream_gives_the_fp32_streams_loss_and_gradients_to_bf16_rounding():
+    batch, _ = _micro(0, prediction_slots(0.15, ROWS, L, whole_word=False))
+    losses, grads = [], []
+    for low in (False, True):
+        objective = _mlm()
+        if low:
+            keep_residual_in_autocast_dtype(objective)
+        with torch.autocast("cpu", torch.bfloat16):
+            loss, _ = objective(*batch, NORMS)
+        loss.backward()
+        losses.append(loss.item())
+        grads.append(torch.cat([p.grad.flatten() for p in objective.parameters() if p.grad is not None]))
+    assert losses[0] != losses[1]  # the stream's rounding did change the arithmetic
+    assert abs(losses[1] - losses[0]) < 0.01 * abs(losses[0])
+    assert torch.nn.functional.cosine_similarity(grads[0], grads[1], dim=0) > 0.99
+    assert all(g.dtype == torch.float32 for g in grads)  # the weights' gradients stay fp32
+
+
+def test_residual_stream_autocast_changes_nothing_without_autocast(tmp_path):
+    """fp32 training (every CPU run) with the setting trains the plain step's weights bit for bit; the model
+    saves and reloads as a plain transformers model."""
+
+    plain, low = (_three_steps(residual_stream=stream).objective for stream in ("fp32", "autocast"))
+    assert any(type(m) is not torch.nn.LayerNorm for m in low.modules() if isinstance(m, torch.nn.LayerNorm))
+    assert all(torch.equal(v, low.state_dict()[k]) for k, v in plain.state_dict().items())
+    low.model.save_pretrained(tmp_path)
+    reloaded = BertForMaskedLM.from_pretrained(tmp_path)
+    assert all(torch.equal(v, reloaded.state_dict()[k]) for k, v in low.model.state_dict().items())
 
 
 def test_prediction_slots_are_fixed_where_a_compiled_step_needs_them():

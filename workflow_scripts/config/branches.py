@@ -43,6 +43,7 @@ INHERITED = (
     "weight_decay",
     "seed",
     "precision",
+    "residual_stream",
     "heldout_fraction",
 )
 # the branch's curve is its decay alone

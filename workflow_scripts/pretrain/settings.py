@@ -171,6 +171,15 @@ class PretrainSettings:
             "nothing else changes)."
         },
     )
+    residual_stream: Literal["fp32", "autocast"] = field(
+        default="fp32",
+        metadata={
+            "help": "Under autocast (bf16 or fp16 on CUDA), the dtype between layers: fp32 (torch's autocast: "
+            "LayerNorms return fp32, so residual sums and their gradients are fp32) or autocast (LayerNorms "
+            "normalise in fp32 and return bf16/fp16, as Megatron-LM and the papers' fp16 recipes keep it): half the "
+            "bytes through the norm, dropout and residual kernels. No effect in fp32 or on the CPU."
+        },
+    )
     prediction_slots: Literal["fixed", "exact", "auto"] = field(
         default="fixed",
         metadata={

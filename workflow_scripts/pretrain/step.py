@@ -17,6 +17,7 @@ from torch.nn.parallel import DistributedDataParallel
 from .. import optim
 from .batches import StepBatch
 from .dist import Dist
+from .residual import keep_residual_in_autocast_dtype
 from .settings import PretrainSettings
 
 
@@ -89,6 +90,8 @@ class TrainStep:
         self.objective.train()
         if self.settings.cuda_graphs:
             self.update.keep_gradients()  # before DDP, whose bucket views then take their place
+        if self.settings.residual_stream == "autocast":
+            keep_residual_in_autocast_dtype(self.objective)
         if compiles(self.settings, d.device):
             graphs = {"mode": "reduce-overhead"} if replays_graphs(self.settings, d.device) else {}
             self.runner = torch.compile(self.runner, **graphs)
