@@ -35,17 +35,19 @@ from workflow_scripts.distill.settings import LossWeights
 from workflow_scripts.pretrain import memory
 from workflow_scripts.pretrain.electra import ElectraObjective
 from workflow_scripts.pretrain.model import MLMObjective
+from workflow_scripts.pretrain.residual import keep_residual_in_autocast_dtype
 from workflow_scripts.pretrain.settings import ElectraSettings
 
 MASK = 0.15
-# (name, hidden, layers, heads, vocab, micro, seq_len, dropout, bf16 autocast)
+# (name, hidden, layers, heads, vocab, micro, seq_len, dropout, bf16 autocast, residual_stream)
 MLM_CASES = [
-    ("mlm h64 L2", 64, 2, 4, 1000, 8, 64, 0.1, False),
-    ("mlm h128 L2", 128, 2, 4, 1000, 8, 128, 0.1, False),
-    ("mlm h128 L2 no dropout", 128, 2, 4, 1000, 16, 128, 0.0, False),
-    ("mlm h256 L4", 256, 4, 4, 8000, 8, 128, 0.1, False),
-    ("mlm h256 L4 bf16", 256, 4, 4, 8000, 8, 128, 0.0, True),
-    ("mlm h256 L4 s256 bf16", 256, 4, 4, 8000, 4, 256, 0.1, True),
+    ("mlm h64 L2", 64, 2, 4, 1000, 8, 64, 0.1, False, "fp32"),
+    ("mlm h128 L2", 128, 2, 4, 1000, 8, 128, 0.1, False, "fp32"),
+    ("mlm h128 L2 no dropout", 128, 2, 4, 1000, 16, 128, 0.0, False, "fp32"),
+    ("mlm h256 L4", 256, 4, 4, 8000, 8, 128, 0.1, False, "fp32"),
+    ("mlm h256 L4 bf16", 256, 4, 4, 8000, 8, 128, 0.0, True, "fp32"),
+    ("mlm h256 L4 bf16 residual autocast", 256, 4, 4, 8000, 8, 128, 0.0, True, "autocast"),
+    ("mlm h256 L4 s256 bf16", 256, 4, 4, 8000, 4, 256, 0.1, True, "fp32"),
 ]
 
 
@@ -81,10 +83,12 @@ def _row(name, micro, seq_len, estimated, measured) -> dict:
 
 def estimate_vs_measured() -> list[dict]:
     rows = []
-    for name, h, layers, heads, vocab, micro, seq_len, dropout, bf16 in MLM_CASES:
+    for name, h, layers, heads, vocab, micro, seq_len, dropout, bf16, residual in MLM_CASES:
         model = _bert(h, layers, heads, vocab, seq_len, dropout)
+        if residual == "autocast":
+            keep_residual_in_autocast_dtype(model)
         e = memory.Encoder.of(model)
-        p = memory.Precision(autocast=bf16, dropout=dropout > 0, fused_attention=dropout == 0)
+        p = memory.Precision(bf16, dropout > 0, dropout == 0, residual_low=residual == "autocast")
         measured = measure(MLMObjective(model), vocab, micro, seq_len, bf16, 12 * e.params)
         rows.append(_row(name, micro, seq_len, memory.mlm_step_bytes(e, micro, seq_len, MASK, p), measured))
     teacher, student = _bert(256, 4, 4, 4000, 128, 0.0).eval(), _bert(256, 2, 4, 4000, 128, 0.0, seed=1)

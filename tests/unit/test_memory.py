@@ -17,6 +17,7 @@ from workflow_scripts.pretrain import memory
 from workflow_scripts.pretrain import pretrain as pretrain_cli
 from workflow_scripts.pretrain.model import MLMObjective
 from workflow_scripts.pretrain.modernbert import build_modernbert
+from workflow_scripts.pretrain.residual import keep_residual_in_autocast_dtype
 from workflow_scripts.pretrain.settings import PretrainSettings
 from workflow_scripts.tokenizer import Specials
 from workflow_scripts.typed import parse
@@ -29,15 +30,17 @@ def _model(hidden, layers, vocab, seq_len, dropout):
     return fx.tiny_bert(hidden, layers, 4, vocab, seq_len=seq_len, dropout=dropout)
 
 
-def measured_step_bytes(model, micro, seq_len, mask_prob=0.15) -> float:
-    """Peak of one forward and backward pass, plus the fp32 weights and AdamW moments already live."""
+def measured_step_bytes(model, micro, seq_len, mask_prob=0.15, bf16=False) -> float:
+    """Peak of one forward and backward pass (``bf16``: under CPU autocast, the dtypes a GPU's autocast gives),
+    plus the fp32 weights and AdamW moments already live."""
     objective, vocab = MLMObjective(model), model.config.vocab_size
     ids = torch.randint(5, vocab, (micro, seq_len))
     n = int(mask_prob * micro * seq_len)
     positions = torch.randperm(micro * seq_len)[:n]
 
     def step():
-        loss, _ = objective(ids, positions, ids.reshape(-1)[positions], {"masked": float(n)})
+        with torch.autocast("cpu", torch.bfloat16, enabled=bf16):
+            loss, _ = objective(ids, positions, ids.reshape(-1)[positions], {"masked": float(n)})
         loss.backward()
 
     return memory.measured_peak_bytes(step) + 12 * sum(p.numel() for p in model.parameters())
@@ -50,6 +53,22 @@ def test_estimate_is_within_15_percent_of_the_measured_peak(dropout):
     for micro in (4, 8):
         measured = measured_step_bytes(model, micro, 128)
         assert abs(estimate(micro, 128) / measured - 1) < 0.15, (micro, estimate(micro, 128), measured)
+
+
+def test_a_bf16_residual_stream_saves_what_the_estimate_says():
+    """Under autocast with ``residual_stream: autocast`` the q, k and v projections share the norm's bf16 output
+    instead of saving three casts of its fp32 one (measured 1.24 MB less at 8 x 128, estimated 1.05 MB)."""
+    peaks, estimates = {}, {}
+    for stream in ("fp32", "autocast"):
+        model = _model(128, 2, 1000, 128, 0.0)
+        if stream == "autocast":
+            keep_residual_in_autocast_dtype(model)
+        p = memory.Precision(autocast=True, dropout=False, fused_attention=True, residual_low=stream == "autocast")
+        peaks[stream] = measured_step_bytes(model, 8, 128, bf16=True)
+        estimates[stream] = memory.mlm_step_bytes(memory.Encoder.of(model), 8, 128, 0.15, p)
+        assert abs(estimates[stream] / peaks[stream] - 1) < 0.15, (stream, estimates[stream], peaks[stream])
+    saved, estimated = peaks["fp32"] - peaks["autocast"], estimates["fp32"] - estimates["autocast"]
+    assert saved > 0 and abs(estimated / saved - 1) < 0.25, (estimated, saved)
 
 
 @pytest.mark.parametrize("dropout", [0.0, 0.1], ids=["fused-attention", "math-attention"])

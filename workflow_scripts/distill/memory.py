@@ -57,7 +57,8 @@ def distill_step_bytes(
 
 def distill_estimate(student, teacher, s, device: torch.device, full_kl: bool = False) -> StepBytes:
     """``s``: DistillSettings."""
-    st, te, p = Encoder.of(student), Encoder.of(teacher), Precision.of(student, device, s.precision)
+    st, te = Encoder.of(student), Encoder.of(teacher)
+    p = Precision.of(student, device, s.precision, s.residual_stream)
     kl_all = s.kl_positions == "all"
     # packing: documents: the student's and the teacher's attention masks
     return lambda micro, seq_len: (

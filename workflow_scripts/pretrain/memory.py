@@ -3,7 +3,8 @@
 The estimate counts what a transformers BERT/RoBERTa/ELECTRA layer keeps for its backward
 pass, tensor by tensor, per token (so it is linear in the micro-batch), plus the weights,
 AdamW state and the gradients alive at the peak. Under bf16 autocast (the GPU case) the residual stream and
-LayerNorms stay fp32 while each Linear saves its own bf16 copy of its input; attention runs
+LayerNorms stay fp32 while each Linear saves its own bf16 copy of its input (with ``residual_stream:
+autocast`` the norms return bf16, which the q, k and v Linears share); attention runs
 a fused kernel (flash, memory-efficient or CPU flash) that keeps q, k, v, its output and
 the log-sum-exp, or, where the fused kernel cannot run (CPU with attention dropout), the
 math kernel that also keeps the [heads, L, L] probabilities and dropout mask. Blocks that keep
@@ -62,20 +63,25 @@ class Encoder:
 
 @dataclass(frozen=True)
 class Precision:
-    """Bytes per element of activations; ``autocast``: Linears save their own low-precision input copies."""
+    """Bytes per element of activations; ``autocast``: Linears save their own low-precision input copies;
+    ``residual_low``: the norms return the autocast dtype (``residual_stream: autocast``), so the q, k and v
+    Linears share one saved input instead of three casts (each norm still saves its fp32 input)."""
 
     autocast: bool
     dropout: bool
     fused_attention: bool
+    residual_low: bool = False
 
     @classmethod
-    def of(cls, model: torch.nn.Module, device: torch.device, precision: str) -> Precision:
+    def of(cls, model: torch.nn.Module, device: torch.device, precision: str, residual_stream: str) -> Precision:
         c = model.config
         autocast = device.type == "cuda" and precision in ("bf16", "fp16")
         attention_dropout, hidden_dropout = dropouts(c)
         # CPU SDPA falls back to the math kernel when attention dropout is on
         fused = device.type == "cuda" or attention_dropout == 0
-        return cls(autocast, hidden_dropout > 0 or attention_dropout > 0, fused)
+        return cls(
+            autocast, hidden_dropout > 0 or attention_dropout > 0, fused, autocast and residual_stream == "autocast"
+        )
 
 
 def dropouts(config) -> tuple[float, float]:
@@ -114,7 +120,8 @@ def layer_bytes_per_token(e: Encoder, seq_len: int, p: Precision) -> float:
         return glu_layer_bytes_per_token(e, seq_len, p)
     h, i, a = e.hidden, e.intermediate, e.heads
     low = 2 if p.autocast else 4
-    inputs = 3 * low * h if p.autocast else 4 * h  # q, k, v Linears: three bf16 casts, or one shared fp32 input
+    # q, k, v Linears: three bf16 casts of the norm's fp32 output, its bf16 output shared, or one fp32 input
+    inputs = (low * h if p.residual_low else 3 * low * h) if p.autocast else 4 * h
     qkv = 3 * low * h
     if p.fused_attention:
         attention = low * h + 4 * a  # output and log-sum-exp
@@ -179,14 +186,15 @@ def document_mask_bytes(s: PretrainSettings, micro: int, seq_len: int) -> float:
 
 
 def mlm_estimate(model: torch.nn.Module, s: PretrainSettings, device: torch.device) -> StepBytes:
-    e, p = Encoder.of(model), Precision.of(model, device, s.precision)
+    e, p = Encoder.of(model), Precision.of(model, device, s.precision, s.residual_stream)
     return lambda micro, seq_len: (
         mlm_step_bytes(e, micro, seq_len, max(s.phase_mask_probs()), p) + document_mask_bytes(s, micro, seq_len)
     )
 
 
 def electra_estimate(discriminator, generator, s: PretrainSettings, device: torch.device) -> StepBytes:
-    d, g, p = Encoder.of(discriminator), Encoder.of(generator), Precision.of(discriminator, device, s.precision)
+    d, g = Encoder.of(discriminator), Encoder.of(generator)
+    p = Precision.of(discriminator, device, s.precision, s.residual_stream)
     return lambda micro, seq_len: (
         electra_step_bytes(d, g, micro, seq_len, max(s.phase_mask_probs()), p)
         + 2 * document_mask_bytes(s, micro, seq_len)
