@@ -7,6 +7,8 @@ Sections, each recorded on its own (one that fails is written down with its erro
   micro_batch  one optimiser step of the per-GPU share (512 x 128): micro-batch 64 with accumulation against auto
   profile      5 compiled steps under torch.profiler: the time shares of GEMM, attention, normalisation and
                elementwise, embedding, loss, optimiser and memcpy kernels, and idle time (kernel_group)
+  bandwidth    the compiled step's Triton kernels (normalisation, elementwise, loss...), each timed alone by
+               inductor (profile_bandwidth): time, bytes and bandwidth, against the card's DRAM bandwidth
   distill      ours-distilled-align steps (RoBERTa-large teacher in bf16, RoBERTa-base student, kl all, 512)
                at the recipe's former micro-batch 64, compiled (as the pipeline runs them) and eager, and at
                auto's, eager; peak memory against the estimate; the output KL whole or chunked as
@@ -311,6 +313,60 @@ def section_profile(sh: Shapes, device: torch.device) -> dict:
     return {"compiled": True, **kernel_profile(step, args, sh.profiled, device)}
 
 
+# one kernel's line in inductor's profile_bandwidth output: time, bytes, GB/s, share of its graph, kernel name
+BANDWIDTH_LINE = re.compile(r"^\s*([\d.]+)ms\s+([\d.]+) GB\s+([\d.]+)GB/s\s+([\d.]+)%\s+(\S+)\s*$")
+
+
+def read_bandwidth(text: str) -> list[dict]:
+    """Each kernel of inductor's profile_bandwidth file (one block per compiled graph), slowest first."""
+    kernels = []
+    for line in text.splitlines():
+        if match := BANDWIDTH_LINE.match(line):
+            ms, gb, gb_s, _, name = match.groups()
+            kernels.append(
+                {"name": name, "group": kernel_group(name), "ms": float(ms), "gb": float(gb), "gb_s": float(gb_s)}
+            )
+    return sorted(kernels, key=lambda k: -k["ms"])
+
+
+def dram_gb_s(device: torch.device) -> float | None:
+    """The card's DRAM bandwidth (double data rate over its bus); None on the CPU or where torch does not say."""
+    if device.type != "cuda":
+        return None
+    props = torch.cuda.get_device_properties(device)
+    clock_khz, bus_bits = getattr(props, "memory_clock_rate", 0), getattr(props, "memory_bus_width", 0)
+    return 2 * bus_bits / 8 * clock_khz * 1e3 / 1e9 if clock_khz and bus_bits else None
+
+
+def section_bandwidth(sh: Shapes, device: torch.device) -> dict:
+    """Every Triton kernel of the compiled "papers" step, each timed alone by inductor (``profile_bandwidth``):
+    its time, the bytes it reads and writes, and the bandwidth that makes, against the card's. The matrix
+    products (cuBLAS) are not Triton kernels and are not listed. The CPU smoke compiles no Triton kernel."""
+    from torch._inductor import config as inductor_config
+
+    model = masked_lm("bert", sh.hidden, sh.layers, sh.heads, sh.vocab, sh.seq_len, device)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "bandwidth.txt"
+        with inductor_config.patch(profile_bandwidth=True, profile_bandwidth_output=str(path)):
+            step = compiled(MLMObjective(model), sh)
+            timed_steps(step, list(model.parameters()), sh.micro, 1, (sh.seq_len, sh.vocab), 1, 0, device)
+        kernels = read_bandwidth(path.read_text()) if path.exists() else []
+    total_ms, total_gb, peak = sum(k["ms"] for k in kernels), sum(k["gb"] for k in kernels), dram_gb_s(device)
+    by_group = {}
+    for k in kernels:
+        by_group[k["group"]] = by_group.get(k["group"], 0.0) + k["ms"]
+    return {
+        "micro": sh.micro,
+        "triton_kernels": len(kernels),
+        "triton_ms_per_step": total_ms,
+        "triton_gb_per_step": total_gb,
+        "dram_gb_s": peak,
+        "of_dram_bandwidth": total_gb / (total_ms / 1e3) / peak if peak and total_ms else None,
+        "ms_by_group": by_group,
+        "slowest": [k | {"of_dram_bandwidth": k["gb_s"] / peak if peak else None} for k in kernels[:20]],
+    }
+
+
 def card_gb(device: torch.device) -> float:
     """The card's memory; 80 GB (the study's default declaration) on the CPU."""
     return torch.cuda.get_device_properties(device).total_memory / 1e9 if device.type == "cuda" else 80.0
@@ -505,6 +561,7 @@ SECTIONS = {
     "compile": section_compile,
     "micro_batch": section_micro_batch,
     "profile": section_profile,
+    "bandwidth": section_bandwidth,
     "distill": section_distill,
     "data_path": section_data_path,
     "pipeline_graphs": section_pipeline_graphs,
@@ -541,6 +598,12 @@ def summary(result: dict) -> list[str]:
         rates = f"{g['graphs_off']['tokens_per_s']:,.0f} -> {g['graphs_on']['tokens_per_s']:,.0f} tokens/s"
         lines.append(f"pipeline step, micro {g['micro']} x {g['share'] // g['micro']}, compiled: CUDA graphs ")
         lines[-1] += f"{g['speedup']:.2f}x ({rates})"
+    if sec.get("bandwidth", {}).get("triton_kernels"):
+        b = sec["bandwidth"]
+        lines.append(
+            f"Triton kernels, each timed alone: {b['triton_ms_per_step']:.1f} ms, {b['triton_gb_per_step']:.1f} GB"
+        )
+        lines[-1] += f" a step, {_pct(b['of_dram_bandwidth'])} of the card's DRAM bandwidth"
     if "profile" in sec:
         shares = sec["profile"]["shares"]
         lines.append("compiled step: " + ", ".join(f"{k} {_pct(v)}" for k, v in shares.items() if v >= 0.005))

@@ -44,7 +44,17 @@ def test_cpu_smoke_runs_every_section_without_the_pipelines_extra_packages(tmp_p
     result = json.loads((out / "gpu_check_pretrain.json").read_text())
     assert result["mode"] == "cpu-smoke" and result["errors"] == {}
     sections = result["sections"]
-    assert set(sections) == {"compile", "micro_batch", "profile", "distill", "data_path", "pipeline_graphs", "variants"}
+    assert set(sections) == {
+        "compile",
+        "micro_batch",
+        "profile",
+        "bandwidth",
+        "distill",
+        "data_path",
+        "pipeline_graphs",
+        "variants",
+    }
+    assert sections["bandwidth"]["triton_kernels"] == 0  # the CPU compiles no Triton kernel
     assert sections["compile"]["eager"]["tokens_per_s"] > 0 and sections["compile"]["compiled"]["tokens_per_s"] > 0
     assert "6 x W_enc" in sections["compile"]["formula"]
     micro = sections["micro_batch"]
@@ -128,6 +138,32 @@ def test_group_shares_and_idle_add_up_to_the_wall_time():
     shares = check.group_shares([("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_NTT", 50.0), ("Memset (Device)", 10.0)], 100.0)
     assert shares["gemm"] == 0.5 and shares["memcpy"] == 0.1 and shares["idle"] == pytest.approx(0.4)
     assert sum(shares.values()) == pytest.approx(1.0)
+
+
+def test_inductors_bandwidth_file_is_read_kernel_by_kernel_slowest_first(tmp_path):
+    """The file torch writes with profile_bandwidth (one block per compiled graph), written here by torch itself."""
+    from torch._inductor.runtime import triton_heuristics
+
+    check, out = _check_module(), tmp_path / "bandwidth.txt"
+    graphs = [
+        [
+            (0.5, 0.2, 400.0, "triton_per_fused_add_native_dropout_native_layer_norm_0"),
+            (2.0, 4.0, 2000.0, "triton_poi_fused_gelu_1"),
+        ],
+        [(1.0, 3.0, 3000.0, "triton_red_fused_nll_loss_backward_2")],
+    ]
+    for calls in graphs:
+        triton_heuristics.start_graph()
+        triton_heuristics.collected_calls.extend(calls)
+        triton_heuristics.end_graph(str(out))
+    triton_heuristics.collected_calls.clear()
+    kernels = check.read_bandwidth(out.read_text())
+    assert [(k["ms"], k["gb"], k["gb_s"], k["group"]) for k in kernels] == [
+        (2.0, 4.0, 2000.0, "normalisation_elementwise"),
+        (1.0, 3.0, 3000.0, "loss"),
+        (0.5, 0.2, 400.0, "normalisation_elementwise"),
+    ]
+    assert kernels[0]["name"] == "triton_poi_fused_gelu_1"
 
 
 def test_each_section_writes_the_json_when_it_ends(tmp_path, monkeypatch):
