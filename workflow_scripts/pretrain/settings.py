@@ -176,7 +176,7 @@ class PretrainSettings:
         metadata={
             "help": "Under autocast (bf16 or fp16 on CUDA), the dtype between layers: fp32 (torch's autocast: "
             "LayerNorms return fp32, so residual sums and their gradients are fp32) or autocast (LayerNorms "
-            "normalise in fp32 and return bf16/fp16, as Megatron-LM and the papers' fp16 recipes keep it): half the "
+            "normalise in fp32 and return bf16/fp16, as Megatron-LM keeps it): half the "
             "bytes through the norm, dropout and residual kernels. No effect in fp32 or on the CPU."
         },
     )
