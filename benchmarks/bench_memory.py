@@ -88,7 +88,9 @@ def estimate_vs_measured() -> list[dict]:
         if residual == "autocast":
             keep_residual_in_autocast_dtype(model)
         e = memory.Encoder.of(model)
-        p = memory.Precision(bf16, dropout > 0, dropout == 0, residual_low=residual == "autocast")
+        p = memory.Precision(
+            autocast=bf16, dropout=dropout > 0, fused_attention=dropout == 0, residual_low=residual == "autocast"
+        )
         measured = measure(MLMObjective(model), vocab, micro, seq_len, bf16, 12 * e.params)
         rows.append(_row(name, micro, seq_len, memory.mlm_step_bytes(e, micro, seq_len, MASK, p), measured))
     teacher, student = _bert(256, 4, 4, 4000, 128, 0.0).eval(), _bert(256, 2, 4, 4000, 128, 0.0, seed=1)
