@@ -12,6 +12,10 @@ copies of the weights, is extrapolated to the GPU check's micro-batch of 256. At
 the CPU runs a fused attention kernel as a GPU does; with dropout the CPU's math attention would add [heads, L, L]
 elementwise tensors that flash attention never writes.
 
+Each generated kernel is also put in a group by the operators it was generated from (inductor's ``original_aten``
+of the nodes it fuses): GELU, LayerNorm, dropout and residual, bias gradients, attention, the rest. The groups
+show which kernels move the bytes, so which fusion could take them out.
+
 Inductor fuses differently for a GPU than for the CPU, so the bytes are a proxy and the step time derived from them
 a prediction: the normalisation and elementwise kernels' share of the H200's kernel time (the GPU check's
 "papers" variant) scaled by the ratio of bytes, the rest unchanged.
@@ -43,6 +47,15 @@ from workflow_scripts.pretrain.residual import keep_residual_in_autocast_dtype  
 
 H200_SHARES = ROOT / "benchmarks" / "results" / "gpu" / "h200_pretrain_variants.json"
 STREAMS = ("fp32", "autocast")
+# a kernel's group: the first whose operators it was generated from (with the forward's, their backward's)
+KERNEL_GROUPS = (
+    ("gelu", {"gelu"}),  # the bias gradient behind it reduces the GELU's backward: fused or not, its bytes
+    ("layer_norm", {"native_layer_norm"}),  # with the dropout and residual sums inductor fuses into it
+    ("attention", {"_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention"}),
+    ("dropout_residual", {"native_dropout", "add"}),
+    ("bias_gradients", {"sum"}),
+)
+GROUPS = [name for name, _ in KERNEL_GROUPS] + ["rest"]
 
 
 def count_bytes_quietly() -> None:
@@ -55,9 +68,23 @@ def count_bytes_quietly() -> None:
     inductor_metrics_log.handlers = [logging.NullHandler()]
 
 
+def operators(node) -> set[str]:
+    """The aten operators a scheduled kernel was generated from, backward ones named as their forward."""
+    names = set()
+    for part in node.get_nodes():
+        for origin in part.node.origins if part.node is not None else ():
+            if (aten := origin.meta.get("original_aten")) is not None:
+                names.add(aten.overloadpacket.__name__.removesuffix("_backward"))
+    return names
+
+
+def kernel_group(ops: set[str]) -> str:
+    return next((name for name, members in KERNEL_GROUPS if ops & members), "rest")
+
+
 def step_bytes(layers: int, micro: int, stream: str) -> dict[str, int]:
     """Bytes one compiled forward and backward pass of BERT-base (``layers`` deep) moves: matrix products and the
-    rest, as inductor counts them while it generates the kernels."""
+    rest, as inductor counts them while it generates the kernels, the rest also by kernel group."""
     torch._dynamo.reset()
     torch.manual_seed(0)
     cpu = torch.device("cpu")
@@ -69,20 +96,21 @@ def step_bytes(layers: int, micro: int, stream: str) -> dict[str, int]:
     with torch.autocast("cpu", torch.bfloat16):
         loss, _ = step(*batch(micro, GPU.seq_len, GPU.vocab, cpu))
     loss.backward()
-    gemm = 4 * sum(n for node, n in metrics.nodes_num_elem if isinstance(node, ExternKernelSchedulerNode))
-    return {"total": metrics.num_bytes_accessed, "gemm": gemm, "other": metrics.num_bytes_accessed - gemm}
+    out = {"total": metrics.num_bytes_accessed, "gemm": 0} | dict.fromkeys(GROUPS, 0)
+    for node, elements in metrics.nodes_num_elem:  # inductor's count: bytes over 4
+        extern = isinstance(node, ExternKernelSchedulerNode)
+        out["gemm" if extern else kernel_group(operators(node))] += 4 * elements
+    return out | {"other": metrics.num_bytes_accessed - out["gemm"]}
 
 
 def per_layer(counts: dict, layers: list[int], micros: list[int], micro: int) -> dict[str, float]:
     """A layer's bytes at ``micro`` sequences: the fixed part (weights) and the part per sequence, from the
     differences between the two depths at each of the two micro-batches."""
     (d0, d1), (m0, m1) = sorted(layers), sorted(micros)
-    layer = {
-        m: {k: (counts[f"{d1}x{m}"][k] - counts[f"{d0}x{m}"][k]) / (d1 - d0) for k in ("gemm", "other")}
-        for m in (m0, m1)
-    }
+    kinds = ("gemm", "other", *GROUPS)
+    layer = {m: {k: (counts[f"{d1}x{m}"][k] - counts[f"{d0}x{m}"][k]) / (d1 - d0) for k in kinds} for m in (m0, m1)}
     out = {}
-    for k in ("gemm", "other"):
+    for k in kinds:
         per_sequence = (layer[m1][k] - layer[m0][k]) / (m1 - m0)
         out[k] = layer[m0][k] + (micro - m0) * per_sequence
         out[f"{k}_per_sequence"] = per_sequence
@@ -110,11 +138,20 @@ def table(out: dict) -> str:
             f"| {stream} | {layer['other_per_sequence'] / 1e3:,.0f} kB | {layer['gemm'] / 1e9:,.2f} GB "
             f"| {layer['other'] / 1e9:,.2f} GB |"
         )
-    p = out["prediction"]
+    p, bound = out["prediction"], out["without_gelu_kernels"]
     rows.append(
         f"\nother bytes, autocast / fp32: {out['other_ratio']:.3f}; predicted step (a prediction): "
         f"{p['step_ratio']:.3f}x the time, {1 / p['step_ratio']:.3f}x the speed "
         f"(elementwise share of the H200's kernel time {p['elementwise_share']:.1%})"
+    )
+    rows += ["", "| kernel group | " + " | ".join(STREAMS) + " |", "|---|" + "---|" * len(STREAMS)]
+    for group in GROUPS:
+        layers = [out["per_layer"][stream] for stream in STREAMS]
+        kb = [(layer[f"{group}_per_sequence"], layer["other_per_sequence"]) for layer in layers]
+        rows.append(f"| {group} | " + " | ".join(f"{n / 1e3:,.0f} kB ({n / other:.0%})" for n, other in kb) + " |")
+    rows.append(
+        f"\nat most, the bf16 stream with no GELU kernel bytes (a bound, a prediction): {bound['step_ratio']:.3f}x "
+        f"the time, {1 / bound['step_ratio']:.3f}x the speed"
     )
     return "\n".join(rows)
 
@@ -145,6 +182,10 @@ def main(argv=None) -> None:
         "per_layer": layers,
         "other_ratio": ratio,
         "prediction": predicted_step(ratio, shares),
+        # what GEMM epilogues that took in every GELU kernel's bytes could give at most, the stream in bf16
+        "without_gelu_kernels": predicted_step(
+            (layers["autocast"]["other"] - layers["autocast"]["gelu"]) / layers["fp32"]["other"], shares
+        ),
         "h200_shares_from": str(H200_SHARES.relative_to(ROOT)),
         "wall_s": time.perf_counter() - began,
     }

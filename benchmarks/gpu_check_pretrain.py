@@ -96,10 +96,11 @@ class Shapes:
     warmup: int
     profiled: int
     backend: str
+    large_seq_len: int  # BERT-large's pretraining length where only micro 64 fits a card (micro-64 goal)
 
 
-GPU = Shapes(768, 12, 12, 30522, 128, 256, 512, 64, (1024, 24, 16), 50265, 512, 64, 1024, 20, 3, 5, "inductor")
-SMOKE = Shapes(64, 2, 4, 500, 32, 4, 8, 2, (96, 3, 4), 600, 32, 2, 4, 1, 1, 1, "eager")
+GPU = Shapes(768, 12, 12, 30522, 128, 256, 512, 64, (1024, 24, 16), 50265, 512, 64, 1024, 20, 3, 5, "inductor", 512)
+SMOKE = Shapes(64, 2, 4, 500, 32, 4, 8, 2, (96, 3, 4), 600, 32, 2, 4, 1, 1, 1, "eager", 64)
 
 
 SAVE = [lambda part: None]  # main's: records a section's finished parts, so a time cap keeps them
@@ -470,14 +471,17 @@ def section_pipeline_graphs(sh: Shapes, device: torch.device) -> dict:
 
 class Variant(typing.NamedTuple):
     """A compiled step's settings: ``mode`` an inductor mode (None: default); ``micro`` "full" (Shapes.micro) or
-    "paper" (Shapes.paper_micro, accumulating to the same tokens per optimiser step); ``backends`` the SDPA kernels
-    allowed (None: torch's choice); ``residual`` the pretraining setting residual_stream."""
+    "paper" (Shapes.paper_micro, accumulating to the same sequences per optimiser step); ``backends`` the SDPA
+    kernels allowed (None: torch's choice); ``residual`` the pretraining setting residual_stream; ``model`` "base"
+    (BERT-base at Shapes.seq_len) or "large" (Shapes.large at Shapes.large_seq_len, where an 80 GB card fits
+    micro 64 only: the micro-64 goal's own case)."""
 
     mode: str | None = None
     attention_dropout: float = 0.1
     micro: str = "full"
     backends: tuple[str, ...] | None = None
     residual: str = "fp32"
+    model: str = "base"
 
 
 # "papers" is the reference of the others. fused_attention allows flash and memory-efficient attention only: the
@@ -494,6 +498,10 @@ VARIANTS = {
     "micro_64_cuda_graphs": Variant("reduce-overhead", micro="paper"),
     "residual_autocast": Variant(residual="autocast"),
     "micro_64_cuda_graphs_residual_autocast": Variant("reduce-overhead", micro="paper", residual="autocast"),
+    "max_autotune_residual_autocast": Variant("max-autotune-no-cudagraphs", residual="autocast"),
+    "large_512_micro_64": Variant(micro="paper", model="large"),
+    "large_512_micro_64_cuda_graphs": Variant("reduce-overhead", micro="paper", model="large"),
+    "large_512_micro_64_residual_autocast": Variant(micro="paper", residual="autocast", model="large"),
 }
 CHOSEN: list[str] = []  # the variants --variants names
 SMOKE_VARIANTS = [
@@ -501,7 +509,8 @@ SMOKE_VARIANTS = [
     "fused_attention",
     "micro_64_cuda_graphs",
     "residual_autocast",
-]  # --cpu-smoke's: the mode, the accumulation and the residual paths
+    "large_512_micro_64",
+]  # --cpu-smoke's: the mode, the accumulation, the residual and the large model's paths
 
 
 def attention_backends(names: tuple[str, ...] | None, device: torch.device):
@@ -516,20 +525,24 @@ def attention_backends(names: tuple[str, ...] | None, device: torch.device):
 
 def variant(name: str, sh: Shapes, device: torch.device) -> dict:
     """One variant's compiled step: tokens/s and MFU, then where its kernel time goes (kernel_profile)."""
-    mode, attention_dropout, micro_kind, backends, residual = VARIANTS[name]
-    model = masked_lm("bert", sh.hidden, sh.layers, sh.heads, sh.vocab, sh.seq_len, device, 0.1, attention_dropout)
+    mode, attention_dropout, micro_kind, backends, residual, kind = VARIANTS[name]
+    (hidden, layers, heads), seq_len = (sh.hidden, sh.layers, sh.heads), sh.seq_len
+    if kind == "large":  # each step about 10 times base's work: fewer of them time it as well
+        (hidden, layers, heads), seq_len = sh.large, sh.large_seq_len
+        sh = dataclasses.replace(sh, steps=max(sh.steps // 4, 1), warmup=min(sh.warmup, 2))
+    model = masked_lm("bert", hidden, layers, heads, sh.vocab, seq_len, device, 0.1, attention_dropout)
     if residual == "autocast":
         keep_residual_in_autocast_dtype(model)
-    flops = train_flops_per_token(model, sh.seq_len, MASK)
+    flops = train_flops_per_token(model, seq_len, MASK)
     micro = sh.micro if micro_kind == "full" else sh.paper_micro
     begin = time.perf_counter()
     step = compiled(MLMObjective(model), sh, mode)
-    args = (list(model.parameters()), micro, sh.micro // micro, (sh.seq_len, sh.vocab))
+    args = (list(model.parameters()), micro, sh.micro // micro, (seq_len, sh.vocab))
     graphs = mode == "reduce-overhead"
     with attention_backends(backends, device):
         run = with_mfu(timed_steps(step, *args, sh.steps, sh.warmup, device, graphs), flops, device)
         out = {"mode": mode or "default", "attention_dropout": attention_dropout, "micro": micro, **run}
-        out["residual_stream"] = residual
+        out |= {"model": kind, "seq_len": seq_len, "accumulated": sh.micro // micro, "residual_stream": residual}
         out["sdpa_backends"] = list(backends) if backends else TORCH
         out["first_steps_and_compile_s"] = time.perf_counter() - begin
         profiled = kernel_profile(step, args, max(sh.profiled // 2, 1), device, graphs)
@@ -548,7 +561,7 @@ def section_variants(sh: Shapes, device: torch.device) -> dict:
             warnings.simplefilter("always")
             try:
                 out[name] = variant(name, sh, device)
-                if "tokens_per_s" in out["papers"]:
+                if "tokens_per_s" in out["papers"] and VARIANTS[name].model == "base":
                     out[name]["speedup"] = out[name]["tokens_per_s"] / out["papers"]["tokens_per_s"]
             except Exception:  # the end of the message: a CUDA graph's names the tensor's stack trace
                 out[name] = {"error": traceback.format_exc(limit=4)[-6000:]}
@@ -613,7 +626,11 @@ def summary(result: dict) -> list[str]:
         if "error" in v:
             lines.append(f"variant {name}: ERROR (see the JSON)")
             continue
-        lines.append(f"variant {name}: MFU {_pct(v['mfu'])}, {v.get('speedup', 1):.2f}x papers, micro {v['micro']}")
+        lines.append(f"variant {name}: MFU {_pct(v['mfu'])}")
+        if v["model"] == "large":
+            lines[-1] += f" (goal {_pct(GOALS['pretrain_micro_64_mfu'])}), BERT-large {v['seq_len']}"
+        lines[-1] += f", {v['speedup']:.2f}x papers" if "speedup" in v else ""
+        lines[-1] += f", micro {v['micro']} x {v['accumulated']}"
         lines[-1] += f", GPU busy {_pct(v['gpu_busy'])} of the step" if v.get("gpu_busy") else ""
     lines += [f"ERROR in {name} (see the JSON)" for name in result["errors"]]
     return lines

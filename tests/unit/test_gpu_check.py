@@ -67,8 +67,17 @@ def test_cpu_smoke_runs_every_section_without_the_pipelines_extra_packages(tmp_p
     assert distill["compiled"]["compiled"] and distill["compiled"]["kl"] == "whole"  # tiny: the whole KL fits
     assert all(distill[k]["estimated_peak_gb"] > 0 and distill[k]["step_s"] > 0 for k in ("paper", "compiled", "auto"))
     variants = sections["variants"]
-    assert set(variants) == {"papers", "fused_attention", "micro_64_cuda_graphs", "residual_autocast"}
+    assert set(variants) == {
+        "papers",
+        "fused_attention",
+        "micro_64_cuda_graphs",
+        "residual_autocast",
+        "large_512_micro_64",
+    }
     assert variants["papers"]["speedup"] == 1.0
+    large = variants["large_512_micro_64"]  # the micro-64 goal's model and length; no ratio against base's step
+    assert large["seq_len"] > variants["papers"]["seq_len"] and large["micro"] < variants["papers"]["micro"]
+    assert "speedup" not in large and "(goal 35.0%), BERT-large" in proc.stdout
     assert variants["residual_autocast"]["residual_stream"] == "autocast" != variants["papers"]["residual_stream"]
     assert variants["micro_64_cuda_graphs"]["micro"] < variants["papers"]["micro"]
     assert "(goal 40.0%)" in proc.stdout and "compiled step: gemm" in proc.stdout  # the one-screen summary
@@ -203,7 +212,8 @@ def test_a_failing_variant_is_recorded_and_the_finished_ones_are_on_disk_before_
             raise RuntimeError("accessing tensor output of CUDAGraphs that has been overwritten")
         if name == "micro_64":
             seen.append(json.loads(out.read_text())["sections"]["variants"])  # what a kill here would leave
-        return {"tokens_per_s": {"papers": 2.0, "micro_64": 1.0}[name], "mfu": None, "micro": 1, "shares": {}}
+        rate = {"papers": 2.0, "micro_64": 1.0}[name]
+        return {"tokens_per_s": rate, "mfu": None, "micro": 1, "accumulated": 1, "model": "base", "shares": {}}
 
     monkeypatch.setattr(check, "variant", variant)
     with pytest.raises(SystemExit) as exit_code:
