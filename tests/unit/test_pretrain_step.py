@@ -42,7 +42,7 @@ from workflow_scripts.pretrain.masking import apply_mask, draw, step_generator
 from workflow_scripts.pretrain.model import MLMObjective
 from workflow_scripts.pretrain.residual import keep_residual_in_autocast_dtype
 from workflow_scripts.pretrain.settings import ElectraSettings, PretrainSettings
-from workflow_scripts.pretrain.step import TrainStep, compiles, fixed_slots, replays_graphs
+from workflow_scripts.pretrain.step import TrainStep, compile_mode, compiles, fixed_slots, replays_graphs
 from workflow_scripts.tokenizer import Specials
 from workflow_scripts.typed import parse
 
@@ -191,6 +191,24 @@ def test_cuda_graphs_replay_compiled_steps_on_cuda_only():
     assert replays_graphs(graphs, cuda) and not replays_graphs(graphs, cpu)
     assert not replays_graphs(parse(PretrainSettings, {"cuda_graphs": True, "compile": False}, "s"), cuda)
     assert not replays_graphs(PretrainSettings(), cuda)
+
+
+def test_the_compile_mode_autotunes_and_replays_graphs_on_cuda_only():
+    cpu, cuda = torch.device("cpu"), torch.device("cuda")
+    modes = {
+        (graphs, autotune): compile_mode(
+            parse(PretrainSettings, {"cuda_graphs": graphs, "autotune": autotune}, "s"), cuda
+        )
+        for graphs in (False, True)
+        for autotune in (False, True)
+    }
+    assert modes == {
+        (False, False): None,
+        (True, False): "reduce-overhead",
+        (False, True): "max-autotune-no-cudagraphs",
+        (True, True): "max-autotune",
+    }
+    assert compile_mode(parse(PretrainSettings, {"cuda_graphs": True, "autotune": True}, "s"), cpu) is None
 
 
 def _three_steps(after_each=lambda trainer: None, **settings) -> TrainStep:

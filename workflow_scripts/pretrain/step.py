@@ -38,6 +38,14 @@ def replays_graphs(settings: PretrainSettings, device: torch.device) -> bool:
     return settings.cuda_graphs and device.type == "cuda" and compiles(settings, device)
 
 
+def compile_mode(settings: PretrainSettings, device: torch.device) -> str | None:
+    """The inductor mode: CUDA graphs and autotuned matrix products on CUDA only; None is torch's default."""
+    graphs, autotune = replays_graphs(settings, device), settings.autotune and device.type == "cuda"
+    if autotune:
+        return "max-autotune" if graphs else "max-autotune-no-cudagraphs"
+    return "reduce-overhead" if graphs else None
+
+
 def fixed_slots(settings: PretrainSettings, device: torch.device) -> bool:
     """Whether micro-batches pad their predictions to a fixed count: compiled steps need the static
     shapes, while an eager step only pays for the padded rows of the head."""
@@ -93,8 +101,7 @@ class TrainStep:
         if self.settings.residual_stream == "autocast":
             keep_residual_in_autocast_dtype(self.objective)
         if compiles(self.settings, d.device):
-            graphs = {"mode": "reduce-overhead"} if replays_graphs(self.settings, d.device) else {}
-            self.runner = torch.compile(self.runner, **graphs)
+            self.runner = torch.compile(self.runner, mode=compile_mode(self.settings, d.device))
         if d.world > 1:
             self.runner = distribute(self.runner, d)
 
