@@ -527,7 +527,7 @@ def variant(name: str, sh: Shapes, device: torch.device) -> dict:
     """One variant's compiled step: tokens/s and MFU, then where its kernel time goes (kernel_profile)."""
     mode, attention_dropout, micro_kind, backends, residual, kind = VARIANTS[name]
     (hidden, layers, heads), seq_len = (sh.hidden, sh.layers, sh.heads), sh.seq_len
-    if kind == "large":  # each step about 10 times base's work: fewer of them time it as well
+    if kind == "large":  # each step about 15 times base's FLOPs: fewer of them time it as well
         (hidden, layers, heads), seq_len = sh.large, sh.large_seq_len
         sh = dataclasses.replace(sh, steps=max(sh.steps // 4, 1), warmup=min(sh.warmup, 2))
     model = masked_lm("bert", hidden, layers, heads, sh.vocab, seq_len, device, 0.1, attention_dropout)
