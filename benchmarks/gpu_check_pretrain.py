@@ -21,7 +21,9 @@ Sections, each recorded on its own (one that fails is written down with its erro
                against "papers" (compile default, attention dropout 0.1, micro 256): attention dropout 0,
                flash and memory-efficient attention only, max-autotune, CUDA graphs (reduce-overhead),
                micro 64 with accumulation, with and without graphs, the residual stream in bf16
-               (residual_stream: autocast) at micro 256 and at micro 64 with graphs;
+               (residual_stream: autocast) at micro 256, at micro 64 with graphs and under max-autotune;
+               and BERT-large at 512 in micro-batches of 64 (the micro-64 goal's own case), plain, with
+               graphs and with the bf16 stream, against the goal rather than "papers";
                each with its kernel time by group (as profile), the host's share (gpu_busy) and torch's
                warnings (why SDPA refused a kernel), saved as it ends
 
