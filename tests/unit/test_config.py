@@ -136,26 +136,6 @@ def test_task_with_bad_seeds_is_named():
     assert "tasks.biosses.seeds" in _bad(lambda c: c["tasks"]["biosses"].update(seeds=[1, 1]))
 
 
-def test_each_finetune_value_comes_from_the_first_level_that_sets_it():
-    def finetune(study_level: dict, task_level: dict | None):
-        cfg = {"tasks": {"mednli": {"source": {"local_dir": "/data/mednli"}}}, "finetune": study_level}
-        if task_level is not None:
-            cfg["tasks"]["mednli"]["finetune"] = task_level
-        return load_config(cfg, SCHEMA).resolved_tasks["mednli"].finetune
-
-    # registry (lr 2e-5, batch 16, 10 epochs) over the study's, the config's task entry over both
-    registry = finetune({"lr": 9e-5, "dropout": 0.2}, None)
-    assert (registry.lr, registry.batch_size, registry.dropout) == (2e-5, 16, 0.2)
-    assert finetune({"lr": 9e-5}, {"lr": 1e-5, "epochs": 3}).lr == 1e-5
-    # max_length: the first finetune level that sets it, else the task's own
-    assert finetune({}, None).max_length == 256
-    assert finetune({"max_length": 128}, None).max_length == 128
-    assert finetune({"max_length": 128}, {"max_length": 64}).max_length == 64
-    assert "tasks.mednli.finetune.learning_rate: unknown key" in _bad(
-        lambda c: c["tasks"].update(mednli={"finetune": {"learning_rate": 1e-5}})
-    )
-
-
 def test_job_resources_come_from_the_rule_or_the_model():
     cfg = full_config()
     cfg["models"]["ours-large-pm-voc"] = {

@@ -84,6 +84,14 @@ def dataclass_schema(cls: type, required: bool = True) -> dict[str, Any]:
     return schema
 
 
+def finetune_keys() -> dict[str, Any]:
+    """A mapping of some fine-tuning keys (one level of docs/settings-precedence.md): no defaults."""
+    keys = dataclass_schema(FinetuneSettings, required=False)
+    for prop in keys["properties"].values():
+        prop.pop("default", None)
+    return keys
+
+
 def study_schema() -> dict[str, Any]:
     schema = dataclass_schema(Study)
     task_entry = dataclass_schema(TaskSpec, required=False)
@@ -92,14 +100,11 @@ def study_schema() -> dict[str, Any]:
         "type": "array",
         "items": {"type": "integer"},
     }
-    overrides = dataclass_schema(FinetuneSettings, required=False)
-    for prop in overrides["properties"].values():
-        prop.pop("default", None)
-    task_entry["properties"]["finetune"] = {
-        **overrides,
-        "description": FINETUNE_PRECEDENCE,
-    }
+    task_entry["properties"]["finetune"] = {**finetune_keys(), "description": FINETUNE_PRECEDENCE}
     schema["properties"]["tasks"]["additionalProperties"] = task_entry
+    model_entry = schema["properties"]["models"]["additionalProperties"]["properties"]
+    model_entry["finetune"] = {**finetune_keys(), "description": model_entry["finetune"]["description"]}
+    model_entry["finetune_per_task"]["additionalProperties"] = finetune_keys()
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "Study configuration of the biomedical language-model workflow",

@@ -23,8 +23,9 @@ from ..report.settings import Aggregation, Published, Significance
 from ..tasks import registry
 from ..tasks.spec import TaskSpec
 from ..typed import help_field as _help
-from ..typed import parse, to_dict
+from ..typed import parse
 from ..vocab.settings import VocabSettings
+from . import finetune_levels
 from .branches import Branch, check_branches, inherit_recipes
 from .model_checks import check_cycles, check_model, check_names
 from .pretrain_seeds import expand_pretrain_seeds
@@ -182,8 +183,13 @@ class ModelEntry:
     restricted: bool = _help("external: trained on credentialed data (marks its results restricted).", default=False)
     evaluate: bool = _help("Fine-tune this model on the tasks.", default=True)
     finetune: dict[str, Any] = _help(
-        "Fine-tuning keys of this model on every task (e.g. a large model's layer-wise lr decay), "
-        "below the tasks' own finetune and above the top-level finetune.",
+        "Fine-tuning keys of this model on every task (e.g. a large model's lr or layer-wise lr decay): "
+        "above the top-level finetune and the task registry's, below tasks.<name>.finetune.",
+        default_factory=dict,
+    )
+    finetune_per_task: dict[str, dict[str, Any]] = _help(
+        "Fine-tuning keys of this model on one task, by task name (a per-model, per-task grid as the "
+        "papers tuned, e.g. {chemprot: {lr: 1.0e-5}}): the most specific level, above every other.",
         default_factory=dict,
     )
     resources: JobResources | None = _help(
@@ -193,9 +199,11 @@ class ModelEntry:
 
 
 FINETUNE_PRECEDENCE = (
-    "Which value a fine-tuning run uses, key by key: tasks.<name>.finetune in config.yaml, else the "
-    "registry task's finetune, else the model's finetune, else the top-level finetune, else the built-in "
-    "default; max_length null at every level is the task's max_length. Resolved once when the workflow plans the runs: "
+    "Which value a fine-tuning run uses, key by key, the first level that sets it: "
+    "models.<model>.finetune_per_task.<task>, tasks.<task>.finetune, models.<model>.finetune, the top-level "
+    "finetune, the task registry's finetune, the built-in default (docs/settings-precedence.md); lr replaces "
+    "the grid.lr of the levels after it (batch_size likewise); a written key that no run uses is refused; "
+    "max_length null is the task's max_length. Resolved once when the workflow plans the runs: "
     "results/configs/finetune/<model>/<task>.yaml holds each value once."
 )
 
@@ -251,6 +259,8 @@ class Study:
     # Filled by load_study: tasks resolved against the registry; each model with several
     # pretraining seeds -> the models of its seeds, and each of those -> (model, seed).
     resolved_tasks: dict[str, ResolvedTask] = field(default_factory=dict, init=False, repr=False)
+    # The top-level finetune keys the config writes (``finetune`` holds them with the defaults filled in).
+    finetune_written: dict[str, Any] = field(default_factory=dict, init=False, repr=False)
     seeded: dict[str, list[str]] = field(default_factory=dict, init=False, repr=False)
     seed_of: dict[str, tuple[str, int]] = field(default_factory=dict, init=False, repr=False)
 
@@ -264,13 +274,12 @@ class Study:
         return own or self.resources.get(rule) or JobResources()
 
     def run_finetune(self, model: str, task: str) -> FinetuneSettings:
-        """The fine-tuning settings of ``model`` on ``task``: the task's, with the model's own keys
-        filling what neither task level sets."""
-        rt, own = self.resolved_tasks[task], self.models[model].finetune
-        if not own:
+        """The fine-tuning settings of ``model`` on ``task`` (finetune_levels: the most specific level wins)."""
+        rt, m = self.resolved_tasks[task], self.models[model]
+        if not m.finetune and not m.finetune_per_task.get(task):
             return rt.finetune
-        where = f"models.{model}.finetune (on tasks.{task})"
-        return resolve_finetune(self.finetune, rt.spec, rt.overrides, where, own)
+        levels = finetune_levels.run_levels(self, model, task)
+        return finetune_levels.resolve(levels, rt.spec.max_length, f"finetune of {model} on {task}")
 
 
 @dataclass
@@ -278,7 +287,7 @@ class ResolvedTask:
     spec: TaskSpec
     seeds: list[int]
     finetune: FinetuneSettings
-    overrides: dict[str, Any] | None = None
+    overrides: dict[str, Any] = field(default_factory=dict)  # tasks.<name>.finetune as written
 
     @property
     def folds(self) -> list[int]:
@@ -298,32 +307,21 @@ def resolve_task(name: str, entry: dict[str, Any], study: Study) -> ResolvedTask
     spec = registry.resolve(name, overrides)
     seeds = parse_seeds(entry.get("seeds", study.seeds), where)
     check_seeds(f"{where}.seeds", seeds)
-    finetune = resolve_finetune(study.finetune, spec, entry.get("finetune"), f"{where}.finetune")
     if spec.selection_fold is not None and not 0 <= spec.selection_fold < max(spec.folds, 1):
         raise PipelineError(f"{where}.selection_fold: {spec.selection_fold} is outside 0..{spec.folds - 1}")
-    return ResolvedTask(spec=spec, seeds=seeds, finetune=finetune, overrides=entry.get("finetune"))
-
-
-def resolve_finetune(
-    study: FinetuneSettings, spec: TaskSpec, overrides: Any, where: str, model: dict[str, Any] | None = None
-) -> FinetuneSettings:
-    """A task's fine-tuning settings, each key taken from the first level that sets it:
-    ``tasks.<name>.finetune`` in the config, the registry task's ``finetune``, the model's
-    ``finetune``, the study's ``finetune``; ``max_length`` left null at every level is the task's
-    ``max_length``."""
-    if overrides is not None and not isinstance(overrides, dict):
-        raise PipelineError(f"{where}: expected a mapping of finetune keys, got {overrides!r}")
-    merged = {**to_dict(study), **(model or {}), **spec.finetune, **(overrides or {})}
-    finetune = parse(FinetuneSettings, merged, where)
-    if finetune.max_length is None:
-        finetune.max_length = spec.max_length
-    return finetune
+    overrides = entry.get("finetune") or {}
+    if not isinstance(overrides, dict):
+        raise PipelineError(f"{where}.finetune: expected a mapping of finetune keys, got {overrides!r}")
+    levels = finetune_levels.task_levels(study.finetune_written, name, spec, overrides)
+    finetune = finetune_levels.resolve(levels, spec.max_length, f"{where}.finetune")
+    return ResolvedTask(spec=spec, seeds=seeds, finetune=finetune, overrides=overrides)
 
 
 def load_study(config: dict[str, Any]) -> Study:
     """Parse and cross-check a config mapping; raise PipelineError naming the first bad key."""
     refuse_url_credentials(config)
     study = parse(Study, inherit_recipes(config), "")
+    study.finetune_written = dict(config.get("finetune") or {})
     check_seeds("seeds", study.seeds)
     check_branches(study)
     for name, m in study.models.items():
@@ -342,9 +340,10 @@ def load_study(config: dict[str, Any]) -> Study:
                 )
     for name, entry in study.tasks.items():
         study.resolved_tasks[name] = resolve_task(name, entry, study)
+    finetune_levels.check_written(study)
     for model in study.models:
         for task in study.resolved_tasks:
-            study.run_finetune(model, task)  # a bad model-level key fails here, not in a job
+            study.run_finetune(model, task)  # a combination of levels no run can take fails here, not in a job
     for name, c in study.corpora.items():
         check_names(f"corpora.{name}.decontaminate", c.decontaminate, study.tasks, "task")
     for i, pair in enumerate(study.aggregation.compare):

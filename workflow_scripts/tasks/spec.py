@@ -137,8 +137,8 @@ class TaskSpec:
     finetune: dict[str, Any] = field(
         default_factory=dict,
         metadata={
-            "help": "fine-tuning settings of this task (keys of the top-level finetune); they override "
-            "the study's finetune and are overridden by tasks.<name>.finetune in config.yaml"
+            "help": "built-in fine-tuning settings of this task (keys of the top-level finetune); every "
+            "finetune level config.yaml writes overrides them (docs/settings-precedence.md)"
         },
     )
     restricted: bool = field(default=False, metadata={"help": "credentialed data (i2b2, MedNLI)"})
