@@ -233,7 +233,7 @@ class Study:
         "Fine-tuning seeds of every task that lists none.", default_factory=lambda: [1, 2, 3, 4, 5]
     )
     finetune: FinetuneSettings = _help(
-        "Fine-tuning defaults of every task. " + FINETUNE_PRECEDENCE,
+        "Fine-tuning settings of every model on every task. " + FINETUNE_PRECEDENCE,
         default_factory=FinetuneSettings,
     )
     aggregation: Aggregation = _help("How runs become table cells.", default_factory=Aggregation)
