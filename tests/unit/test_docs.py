@@ -75,6 +75,12 @@ def test_slugs_follow_github():
     assert slug("Where did a number come from?") == "where-did-a-number-come-from"
 
 
+def test_code_blocks_are_closed():
+    """An unclosed fence would swallow the rest of a page, its links included."""
+    unclosed = [p.name for p in PAGES if len(re.findall(r"^```", p.read_text(encoding="utf-8"), flags=re.M)) % 2]
+    assert not unclosed, unclosed
+
+
 def test_relative_links_between_readme_and_docs_resolve():
     assert len(PAGES) > 5
     broken = sorted({b for page in PAGES for b in broken_links(page)})
