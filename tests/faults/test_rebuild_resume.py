@@ -101,9 +101,10 @@ def test_a_real_change_names_the_input_that_changed(study):
 
 @pytest.mark.slow
 def test_forcerun_build_corpus_on_a_finished_study_keeps_the_finished_model(small_study_run, tmp_path):
-    """README's own command, through Snakemake, on a copy of the session's finished small study (the demo cut
-    down, its model `tiny` trained 4 steps with a checkpoint every 2): corpora, vocabulary and packs are rebuilt
-    (identically), the pretraining job reruns, resumes at its last step and exports the same bytes."""
+    """The documented command (docs/reproducibility-and-provenance.md), through Snakemake, on a copy of the
+    session's finished small study (the demo cut down, its model `tiny` trained 4 steps with a checkpoint every
+    2): corpora, vocabulary and packs are rebuilt (identically), the pretraining job reruns, resumes at its last
+    step and exports the same bytes."""
     from workflow_harness import copy_finished, run_demo
 
     workdir = copy_finished(small_study_run, tmp_path)

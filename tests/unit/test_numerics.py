@@ -17,7 +17,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 # sha256 of the final weights of numerics_golden_run.py under the AVX2 pins, with the torch and
 # transformers that pyproject.toml pins. A new version of either changes it: run the script under
-# the pins (see README, "What reproduces where") and write the new value here.
+# the pins (see docs/reproducibility-and-provenance.md, "What reproduces where") and write the new value here.
 GOLDEN = "ef177371fd69a268dd6d4ebd567171b352472ae44f56d426a95eb9be7cde530f"
 
 needs_avx2 = pytest.mark.skipif("avx2" not in describe()["cpu"]["isa"], reason="the pins need an x86-64 CPU with AVX2")

@@ -4,7 +4,7 @@ A small study runs for real once (workflow_harness.small_study: the demo's PubMe
 decontaminated against one task, a WordPiece vocabulary, a tiny model, its distilled student and a
 decay branch of its run, two tasks, one seed); then, for
 every row of the table below, the config is edited and `snakemake -n` must plan exactly the
-jobs listed (rule -> count). README's "What reruns when you change X" is this table.
+jobs listed (rule -> count). docs/reproducibility-and-provenance.md's "What reruns when you change X" is this table.
 """
 
 from __future__ import annotations
@@ -259,7 +259,7 @@ def test_renaming_mednli_in_the_full_study_reruns_only_the_reports_settings(tmp_
     assert _plan(tmp_path, "--", *files) == {"report_settings": 1, "report_settings_of_task": 1}
 
 
-# README's "Recomputing an output": what deleting, --forcerun and targets really do
+# docs/reproducibility-and-provenance.md, "Re-running part of the study": what deleting, --forcerun and targets do
 RUN = "results/finetune/tiny/demo-ner/fold~0/seed~1/metrics.json"
 WEIGHTS = "results/pretrain/tiny/model.safetensors"
 FORCED_MODEL = {
