@@ -81,7 +81,7 @@ rule corpus_table:
         corpora=plan.corpus_args(CORPORA),
     shell:
         "python -m workflow_scripts.report.corpus_table {params.corpora}"
-        " --published {input.published} --out results/tables 2> {log}"
+        " --published {input.published:q} --out results/tables 2> {log}"
 
 
 # Held-out MLM loss of every distilled student beside its teacher and its "train longer"
