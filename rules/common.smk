@@ -28,6 +28,7 @@ from workflow_scripts.config import (
 )
 from workflow_scripts.config.launch import launch_command
 from workflow_scripts.config.resources import MODEL_RULES, snakemake_resources
+from workflow_scripts.config.shell_words import shell_word
 from workflow_scripts.config.validate import load_config
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.download.hub import PIN_COMMAND
@@ -355,7 +356,7 @@ def compare_args(wildcards):
             if other in STUDY.vocabularies
             else plan.model_dir(STUDY, other)
         )
-        args.append(f"--compare {other}={path}")
+        args.append(f"--compare {other}={shell_word(path)}")
     return " ".join(args)
 
 

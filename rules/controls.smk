@@ -19,7 +19,7 @@ rule control:
     conda:
         CONDA_ENV
     params:
-        of=lambda wildcards: model_dir(STUDY.models[wildcards.model].init),
+        of=lambda wildcards: shell_word(model_dir(STUDY.models[wildcards.model].init)),
     shell:
         "python -m workflow_scripts.controls.control --settings {input.settings}"
         " --of {params.of} --out results/control/{wildcards.model} 2> {log}"

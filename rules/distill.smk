@@ -22,8 +22,8 @@ rule distill:
         # read from resources, so that a new value changes the micro-batch without rerunning the model
         gpu_mem=lambda wildcards, resources: resources.gpu_mem_gb,
         packed=packed_args,
-        teacher=lambda wildcards: plan.model_dir(
-            STUDY, STUDY.models[wildcards.model].teacher
+        teacher=lambda wildcards: shell_word(
+            plan.model_dir(STUDY, STUDY.models[wildcards.model].teacher)
         ),
         init=lambda wildcards: plan.model_source_args(STUDY, wildcards.model),
     shell:

@@ -39,7 +39,7 @@ rule finetune:
         steps_from=lambda wildcards, input: " ".join(
             f"--steps-from {p}" for p in input.selection
         ),
-        model=lambda wildcards: model_dir(wildcards.model),
+        model=lambda wildcards: shell_word(model_dir(wildcards.model)),
         out=paths.RUN,
     shell:
         "python -m workflow_scripts.preload workflow_scripts.finetune.finetune"

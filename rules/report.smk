@@ -197,7 +197,7 @@ rule inference_speed:
     resources:
         **job_resources("inference_speed"),
     params:
-        model=lambda wildcards: model_dir(wildcards.model),
+        model=lambda wildcards: shell_word(model_dir(wildcards.model)),
     shell:
         "python -m workflow_scripts.preload workflow_scripts.report.inference_speed"
         " --settings {input.settings} --model {params.model} --out {output.speed} 2> {log}"

@@ -32,6 +32,7 @@ from .pretrain_seeds import expand_pretrain_seeds
 from .resources import JobResources, check_rules
 from .secrets import refuse_url_credentials
 from .seeds import check_seeds, parse_seeds
+from .shell_words import check_plain_names
 
 
 @dataclass
@@ -305,6 +306,7 @@ def resolve_task(name: str, entry: dict[str, Any], study: Study) -> ResolvedTask
         raise PipelineError(f"{where}: expected a mapping, got {entry!r}")
     overrides = {k: v for k, v in entry.items() if k not in _TASK_KEYS}
     spec = registry.resolve(name, overrides)
+    check_plain_names(f"{where}.source.files", spec.source.files)
     seeds = parse_seeds(entry.get("seeds", study.seeds), where)
     check_seeds(f"{where}.seeds", seeds)
     if spec.selection_fold is not None and not 0 <= spec.selection_fold < max(spec.folds, 1):
@@ -321,6 +323,7 @@ def load_study(config: dict[str, Any]) -> Study:
     """Parse and cross-check a config mapping; raise PipelineError naming the first bad key."""
     refuse_url_credentials(config)
     study = parse(Study, inherit_recipes(config), "")
+    check_path_names(study)
     study.finetune_written = dict(config.get("finetune") or {})
     check_seeds("seeds", study.seeds)
     check_branches(study)
@@ -349,3 +352,11 @@ def load_study(config: dict[str, Any]) -> Study:
     for i, pair in enumerate(study.aggregation.compare):
         check_names(f"aggregation.compare[{i}]", pair, {**study.models, **study.seeded}, "model")
     return study
+
+
+def check_path_names(study: Study) -> None:
+    """The names that become folders and files under results/ (see shell_words.py)."""
+    for section in ("corpora", "vocabularies", "models", "tasks"):
+        check_plain_names(section, getattr(study, section))
+    for name, c in study.corpora.items():
+        check_plain_names(f"corpora.{name}.source.files", c.source.files)
