@@ -45,13 +45,14 @@ def _checkout(dest: Path) -> Path:
 
 def _study(workdir: Path, checkpoint: Path) -> dict:
     """The small study, its raw files named by absolute paths and a file: URL (percent-encoded, as a
-    browser writes it), with a public checkpoint from a folder of the user's, its control and the
-    baseline, and a plain-text corpus."""
+    browser writes it), with a public checkpoint from a folder of the user's, its control, a student
+    distilled from it, the baseline, and a plain-text corpus."""
     demo = yaml.safe_load((workdir / "config.yaml").read_text())
     study = small_study(demo)
     raw = workdir / "raw_source"
     study["corpora"]["pubmed"]["source"]["url"] = str(raw / "pubmed")
     study["corpora"]["general"] = demo["corpora"]["general"]
+    study["corpora"]["general"]["source"]["url"] = (raw / "general").as_uri()
     for name, entry in study["tasks"]["demo-ner"]["source"]["files"].items():
         entry["url"] = str(raw / "tasks" / "demo-ner" / name)
     for name, entry in study["tasks"]["demo-re"]["source"]["files"].items():
@@ -59,6 +60,8 @@ def _study(workdir: Path, checkpoint: Path) -> dict:
     study["models"] |= {
         "minilm": {"kind": "external", "display": "MiniLM", "checkpoint": str(checkpoint)},
         "minilm-control": {"kind": "control", "display": "MiniLM no pretraining", "init": "minilm"},
+        # packed with the checkpoint's tokenizer, distilled from it
+        "minilm-student": {**study["models"]["student"], "teacher": "minilm"},
         "baseline": {"kind": "baseline", "display": "No training"},
     }
     study["vocabularies"]["wp"]["compare"] = ["minilm"]
@@ -91,7 +94,15 @@ def test_the_workflow_runs_from_a_path_with_spaces_and_non_ascii_letters(tmp_pat
     tables = workdir / "results" / "tables"
     with open(tables / "medians.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
-    assert {r["model"] for r in rows} >= {"tiny", "student", "tiny-decay", "minilm", "minilm-control", "baseline"}
+    assert {r["model"] for r in rows} >= {
+        "tiny",
+        "student",
+        "tiny-decay",
+        "minilm",
+        "minilm-control",
+        "minilm-student",
+        "baseline",
+    }
     with open(tables / "corpora.csv", newline="") as fh:
         assert {r["corpus"] for r in csv.DictReader(fh)} >= {"pubmed", "general"}
     assert (tables / "task~demo-ner" / "medians.csv").is_file()
