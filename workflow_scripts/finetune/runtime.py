@@ -22,6 +22,7 @@ import math
 from typing import Any
 
 from .memory import BERT_BASE, Shape
+from .settings import planned_steps
 
 MEASURED_STEP = {"layers": 12, "host_s": 0.038, "gpu_s": 0.008, "examples": 32, "mean_tokens": 51}
 MARGIN = 2.0  # the time limit over the estimate
@@ -66,8 +67,7 @@ def run_seconds(
     eval_pass = pass_seconds(shape, ft["eval_batch_size"], tokens, attention, runs, train=False)
     total = 0.0
     for batch in grid.get("batch_size") or [ft["batch_size"]]:
-        steps = math.ceil(examples["train"] / batch) * ft["epochs"]
-        steps = min(steps, ft["max_steps"]) if ft.get("max_steps") else steps
+        steps = planned_steps(examples["train"], batch, ft["epochs"], ft.get("max_steps"))
         micro = min(batch, ft.get("micro_batch_size") or batch)
         train = steps * math.ceil(batch / micro) * pass_seconds(shape, micro, tokens, attention, runs, train=True)
         evaluations = steps // ft["eval_every"] + 1 if ft.get("eval_every") else ft["epochs"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -215,6 +216,14 @@ class FinetuneSettings:
                 f"{where}.chunk_stride: {self.chunk_stride} leaves too little new text per chunk of "
                 f"{self.chunk_length}; keep it below half the chunk length"
             )
+
+
+def planned_steps(train_units: int, batch_size: int, epochs: int, max_steps: int | None) -> int:
+    """Optimiser steps of a run: ``epochs`` passes over ``train_units`` (examples, or windows) in
+    batches of ``batch_size``, capped by ``max_steps`` (None: no cap). The run's schedule and the
+    planner's time limit (runtime.py) both count with this."""
+    total = math.ceil(train_units / batch_size) * epochs
+    return total if max_steps is None else min(total, max_steps)
 
 
 @dataclass
