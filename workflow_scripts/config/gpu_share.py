@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..finetune import buckets, memory, runtime
+from ..finetune.settings import gpu_precision
 from ..tasks.spec import TaskSize, TaskSpec
 
 GPU_SHARE_UNITS = 840
@@ -54,12 +55,8 @@ def model_shape(model_dir: str) -> memory.Shape | None:
 
 
 def run_precision(settings: dict[str, Any]) -> str:
-    """The autocast precision a run trains in on a GPU (``precision: auto`` is bf16 but for
-    regression, which stays fp32)."""
-    precision = settings["finetune"].get("precision", "auto")
-    if precision == "auto":
-        return "fp32" if settings["task"].get("type") == "similarity" else "bf16"
-    return precision
+    """The autocast precision a run's resolved settings train in on a GPU."""
+    return gpu_precision(settings["finetune"].get("precision", "auto"), settings["task"].get("type"))
 
 
 def pass_examples(settings: dict[str, Any]) -> int:
