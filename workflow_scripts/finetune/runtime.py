@@ -21,7 +21,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .memory import BERT_BASE, Shape
+from ..encoder_shape import Shape, matmul_flops
+from .memory import BERT_BASE
 from .settings import planned_steps
 
 MEASURED_STEP = {"layers": 12, "host_s": 0.038, "gpu_s": 0.008, "examples": 32, "mean_tokens": 51}
@@ -33,7 +34,7 @@ EVAL_SHARE = 1 / 3  # a forward pass's share of a training pass
 
 def flops_per_token(shape: Shape, attention_length: int) -> float:
     """FLOPs of one token's forward pass: the matmuls and attention's two products over the length."""
-    return 2 * shape.matmul_parameters + 4 * shape.layers * shape.hidden * attention_length
+    return matmul_flops(shape.matmul_parameters, shape.hidden, shape.layers * attention_length)
 
 
 def _rates() -> tuple[float, float]:
