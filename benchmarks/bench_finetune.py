@@ -114,10 +114,10 @@ def make_model(directory: Path, rows: list[dict], size: str) -> Path:
 
 def run_ours(model: str, task_dir: Path, work: Path, args) -> dict:
     from workflow_scripts.finetune.finetune import finetune
-    from workflow_scripts.finetune.settings import FinetuneRunSettings
+    from workflow_scripts.finetune.settings import FinetuneRunSettings, planned_steps
     from workflow_scripts.typed import parse
 
-    steps = math.ceil(args.examples / 32) * args.epochs
+    steps = planned_steps(args.examples, 32, args.epochs, None)  # dev scored once, at the end
     settings = parse(
         FinetuneRunSettings,
         {

@@ -33,6 +33,7 @@ from workflow_scripts.atomic import write_json
 from workflow_scripts.config.study import load_study
 from workflow_scripts.distill import losses
 from workflow_scripts.distill import memory as distill_memory
+from workflow_scripts.encoder_shape import Shape
 from workflow_scripts.pretrain import memory
 from workflow_scripts.pretrain.masking import MaskDraws, apply_mask, draw, step_generator
 from workflow_scripts.pretrain.model import FLOPS_FORMULA, MLMObjective, train_flops_per_token
@@ -221,8 +222,8 @@ def data_seconds(measured: dict, seq_len: int, key: str) -> float:
     return measured[512][key] * seq_len / 512
 
 
-def _enc(hidden: int) -> memory.Encoder:
-    return memory.Encoder(hidden, 1, max(hidden // 64, 1), 4 * hidden, 1, 0)
+def _enc(hidden: int) -> Shape:
+    return Shape(layers=1, hidden=hidden, intermediate=4 * hidden, vocab=1, heads=max(hidden // 64, 1), params=0)
 
 
 GPU = memory.Precision(autocast=True, dropout=True, fused_attention=True)
@@ -280,7 +281,7 @@ def _mlm_run(study, name: str, common: dict) -> Run:
     if s.objective == "electra":
         return _electra_run(study, name, common)
     model = _meta_mlm(s.architecture, s.shape(), _vocab(study, name))
-    e = memory.Encoder.of(model)
+    e = Shape.of(model)
     return Run(
         **common,
         trained_params=e.params,
@@ -307,7 +308,7 @@ def _electra_run(study, name: str, common: dict) -> Run:
         g = ElectraForMaskedLM(
             ElectraConfig(hidden_size=g_hidden, num_attention_heads=g_heads, intermediate_size=4 * g_hidden, **base)
         )
-    de, ge = dataclasses.replace(memory.Encoder.of(d), vocab=1), memory.Encoder.of(g)
+    de, ge = dataclasses.replace(Shape.of(d), vocab=1), Shape.of(g)
     return Run(
         **common,
         trained_params=de.params + ge.params - hidden * vocab,
@@ -330,7 +331,7 @@ def _distill_run(study, name: str, common: dict, full_kl_tensors: float) -> Run:
         student = _meta_mlm(t.architecture, (hidden, s.student.num_layers, heads, inter), _vocab(study, m.teacher))
     else:
         student = _meta_mlm(t.architecture, s.shape(), _vocab(study, m.teacher))
-    st, te = memory.Encoder.of(student), memory.Encoder.of(teacher)
+    st, te = Shape.of(student), Shape.of(teacher)
     layer_map = s.layer_map or [round((i + 1) * te.layers / st.layers) for i in range(st.layers)]
     with torch.device("meta"):
         objective = DistillObjective(student, teacher, s.loss, s.temperature, layer_map, kl_positions=s.kl_positions)

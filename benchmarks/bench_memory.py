@@ -32,6 +32,7 @@ from workflow_scripts.distill import losses
 from workflow_scripts.distill import memory as distill_memory
 from workflow_scripts.distill.objective import DistillObjective
 from workflow_scripts.distill.settings import LossWeights
+from workflow_scripts.encoder_shape import Shape
 from workflow_scripts.pretrain import memory
 from workflow_scripts.pretrain.electra import ElectraObjective
 from workflow_scripts.pretrain.model import MLMObjective
@@ -87,7 +88,7 @@ def estimate_vs_measured() -> list[dict]:
         model = _bert(h, layers, heads, vocab, seq_len, dropout)
         if residual == "autocast":
             keep_residual_in_autocast_dtype(model)
-        e = memory.Encoder.of(model)
+        e = Shape.of(model)
         p = memory.Precision(
             autocast=bf16, dropout=dropout > 0, fused_attention=dropout == 0, residual_low=residual == "autocast"
         )
@@ -95,7 +96,7 @@ def estimate_vs_measured() -> list[dict]:
         rows.append(_row(name, micro, seq_len, memory.mlm_step_bytes(e, micro, seq_len, MASK, p), measured))
     teacher, student = _bert(256, 4, 4, 4000, 128, 0.0).eval(), _bert(256, 2, 4, 4000, 128, 0.0, seed=1)
     objective = DistillObjective(student, teacher, LossWeights(), 2.0, [2, 4])
-    st, te = memory.Encoder.of(student), memory.Encoder.of(teacher)
+    st, te = Shape.of(student), Shape.of(teacher)
     p = memory.Precision(autocast=False, dropout=False, fused_attention=True)
     measured = measure(objective, 4000, 8, 128, False, 12 * st.params + 4 * te.params)
     rows.append(
@@ -106,7 +107,7 @@ def estimate_vs_measured() -> list[dict]:
     disc = ElectraForPreTraining(ElectraConfig(hidden_size=128, num_attention_heads=4, intermediate_size=512, **common))
     gen = ElectraForMaskedLM(ElectraConfig(hidden_size=64, num_attention_heads=2, intermediate_size=256, **common))
     gen.electra.embeddings = disc.electra.embeddings
-    d, g = memory.Encoder.of(disc), memory.Encoder.of(gen)
+    d, g = Shape.of(disc), Shape.of(gen)
     p = memory.Precision(autocast=False, dropout=True, fused_attention=True)
     trained = sum(x.numel() for x in {id(x): x for m in (disc, gen) for x in m.parameters()}.values())
     measured = measure(ElectraObjective(disc, gen, ElectraSettings()), 4000, 8, 128, False, 12 * trained)
@@ -149,12 +150,12 @@ def paper_encoder(kind: str, hidden: int, layers: int, heads: int, vocab: int, p
     """The exact shape of a paper model, built on the meta device (no memory, no compute)."""
     meta = torch.device("meta")
     if kind in ("roberta", "bert"):
-        return memory.Encoder.of(masked_lm(kind, hidden, layers, heads, vocab, positions, meta))
+        return Shape.of(masked_lm(kind, hidden, layers, heads, vocab, positions, meta))
     shape = dict(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads, intermediate_size=4 * hidden)
     config = ElectraConfig(vocab_size=vocab, embedding_size=768, max_position_embeddings=positions, **shape)
     with meta:
         model = (ElectraForPreTraining if kind == "discriminator" else ElectraForMaskedLM)(config)
-    e = memory.Encoder.of(model)
+    e = Shape.of(model)
     return dataclasses.replace(e, vocab=1) if kind == "discriminator" else e
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import random
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,14 +50,26 @@ def no_decay_names(module: nn.Module) -> set[str]:
     return {name for name, p in module.named_parameters() if p.requires_grad and id(p) in exempt}
 
 
-def decay_groups(module: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
-    """AdamW parameter groups: ``weight_decay`` for weights, 0 for biases and LayerNorm weights."""
+def decay_groups(
+    module: nn.Module, weight_decay: float, layer_lr: Callable[[str], tuple[int, float]] | None = None
+) -> list[dict[str, Any]]:
+    """AdamW parameter groups: ``weight_decay`` for weights, 0 for biases and LayerNorm weights, each
+    group's parameters in ``named_parameters`` order. ``layer_lr`` (a parameter's name -> its depth and
+    learning rate) splits them into one such pair per depth, deepest last, each at its own lr."""
     exempt = no_decay_names(module)
-    decay, no_decay = [], []
+    # the plain pair exists even empty: a checkpoint's optimiser state holds two groups
+    groups: dict[tuple[int, bool], list[nn.Parameter]] = {} if layer_lr else {(0, False): [], (0, True): []}
+    rates: dict[int, dict[str, float]] = {0: {}}  # a group's own lr, if any
     for name, param in module.named_parameters():
         if param.requires_grad:
-            (no_decay if name in exempt else decay).append(param)
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+            depth, lr = layer_lr(name) if layer_lr else (0, None)
+            if lr is not None:
+                rates[depth] = {"lr": lr}
+            groups.setdefault((depth, name in exempt), []).append(param)
+    return [
+        {"params": params, "weight_decay": 0.0 if plain else weight_decay, **rates[depth]}
+        for (depth, plain), params in sorted(groups.items(), key=lambda item: item[0])
+    ]
 
 
 def schedule(

@@ -3,10 +3,13 @@ bytes per token, hidden unit and layer as a real forward pass keeps them for bac
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
-from transformers import BertConfig, BertForTokenClassification, BertModel
+from transformers import BertConfig, BertForTokenClassification, BertModel, ModernBertConfig, ModernBertForMaskedLM
 
+from workflow_scripts.encoder_shape import Shape, read_shape
 from workflow_scripts.finetune import memory
 
 
@@ -24,6 +27,20 @@ def test_parameter_counts_are_the_models(shape, config):
     with torch.device("meta"):
         model = BertModel(config)
     assert shape.parameters == sum(p.numel() for p in model.parameters())
+
+
+def test_a_models_config_json_gives_the_shape_of_the_model(tmp_path):
+    """The planner reads config.json, pretraining and distillation the live model: one shape, GeGLU included."""
+    specials = {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2, "cls_token_id": 1, "sep_token_id": 2}
+    config = ModernBertConfig(
+        vocab_size=300, hidden_size=64, num_hidden_layers=3, num_attention_heads=4, intermediate_size=96, **specials
+    )
+    with torch.device("meta"):
+        live = Shape.of(ModernBertForMaskedLM(config))
+    config.save_pretrained(tmp_path)
+    assert live.glu and (live.layers, live.heads, live.intermediate) == (3, 4, 96)
+    assert read_shape(tmp_path) == dataclasses.replace(live, params=None)
+    assert read_shape(tmp_path / "not-trained-yet") is None
 
 
 def test_fp32_activation_bytes_match_what_backward_keeps():

@@ -10,8 +10,10 @@ import torch
 from test_finetune_run import make_bert, run_cli, write_task
 
 from workflow_scripts import optim
+from workflow_scripts.config.gpu_share import run_precision
 from workflow_scripts.finetune.device import precision_for, prepare
 from workflow_scripts.finetune.settings import FinetuneSettings
+from workflow_scripts.tasks.spec import TASK_TYPES
 
 CPU, CUDA = torch.device("cpu"), torch.device("cuda")
 
@@ -27,6 +29,13 @@ def test_auto_is_bf16_on_a_gpu_fp32_on_the_cpu_and_for_regression():
     assert precision_for("fp16", CUDA, "similarity") == "fp16"
     assert {precision_for(p, CPU, "ner") for p in ("auto", "bf16", "fp16", "fp32")} == {"fp32"}
     assert FinetuneSettings().precision == "auto"
+
+
+@pytest.mark.parametrize("precision", ["auto", "bf16", "fp16", "fp32"])
+def test_the_planners_memory_estimate_sizes_a_run_in_the_precision_it_trains_in(precision):
+    for task_type in TASK_TYPES:
+        planned = run_precision({"finetune": {"precision": precision}, "task": {"type": task_type}})
+        assert planned == precision_for(precision, CUDA, task_type), task_type
 
 
 def test_a_gpu_run_allows_tf32_and_a_cpu_run_leaves_matmuls_alone(monkeypatch):

@@ -11,6 +11,7 @@ from transformers import BertConfig
 
 from workflow_scripts.config import gpu_share
 from workflow_scripts.config.resources import JobResources, check_rules
+from workflow_scripts.encoder_shape import Shape
 from workflow_scripts.errors import PipelineError
 from workflow_scripts.finetune import memory
 
@@ -40,7 +41,7 @@ def test_auto_fills_an_80_gb_card_by_the_memory_estimate(tmp_path):
 def test_a_run_in_micro_batches_is_sized_by_its_micro_batch():
     """mimic-iii-50's 8 summaries of 8,192 tokens on a ModernBERT-base-sized model: estimated at
     92 GiB read at once, 26 GiB in the study's passes of 2, two of which share an 80 GB card."""
-    modern = memory.Shape(layers=22, hidden=768, intermediate=2 * 1152, vocab=50368, positions=8192)
+    modern = Shape(layers=22, hidden=768, intermediate=2 * 1152, vocab=50368, heads=12, positions=8192)
     whole = settings(8, 8192, "doc_classification")
     passes = {**whole, "finetune": {**whole["finetune"], "micro_batch_size": 2}}
     assert memory.estimate(modern, 8, 8192)["total"] > 80 > memory.estimate(modern, 2, 8192)["total"]

@@ -20,13 +20,13 @@ share as it is, so the allocation asks for the runs' card once.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from ..encoder_shape import Shape, read_shape
 from ..finetune import buckets, memory, runtime
+from ..finetune.settings import gpu_precision
 from ..tasks.spec import TaskSize, TaskSpec
 
 GPU_SHARE_UNITS = 840
@@ -36,30 +36,13 @@ LENGTH_MARGIN = 1.25
 FALLBACK_RUNTIME = 240  # minutes of a run whose task size is unknown (runtime: auto)
 
 
-def model_shape(model_dir: str) -> memory.Shape | None:
-    """The model's shape from its ``config.json``; None where it is not there yet (a dry run
-    before the model is trained or fetched) or does not describe an encoder."""
-    path = Path(model_dir) / "config.json"
-    try:
-        cfg = json.loads(path.read_text())
-        return memory.Shape(
-            layers=int(cfg["num_hidden_layers"]),
-            hidden=int(cfg["hidden_size"]),
-            intermediate=int(cfg["intermediate_size"]),
-            vocab=int(cfg["vocab_size"]),
-            positions=int(cfg.get("max_position_embeddings", 512)),
-        )
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+# a run is sized by its model directory's config.json (rules/common.smk)
+model_shape = read_shape
 
 
 def run_precision(settings: dict[str, Any]) -> str:
-    """The autocast precision a run trains in on a GPU (``precision: auto`` is bf16 but for
-    regression, which stays fp32)."""
-    precision = settings["finetune"].get("precision", "auto")
-    if precision == "auto":
-        return "fp32" if settings["task"].get("type") == "similarity" else "bf16"
-    return precision
+    """The autocast precision a run's resolved settings train in on a GPU."""
+    return gpu_precision(settings["finetune"].get("precision", "auto"), settings["task"].get("type"))
 
 
 def pass_examples(settings: dict[str, Any]) -> int:
@@ -106,9 +89,7 @@ def run_lengths(settings: dict[str, Any], size: TaskSize | None, context: int) -
     return RunLengths(longest, padded(size.mean_tokens), min(longest, unit) if ft.get("chunking") else longest)
 
 
-def auto_runs_per_gpu(
-    shape: memory.Shape | None, settings: dict[str, Any], card_gb: int, size: TaskSize | None = None
-) -> int:
+def auto_runs_per_gpu(shape: Shape | None, settings: dict[str, Any], card_gb: int, size: TaskSize | None = None) -> int:
     """Runs that fit one card of ``card_gb`` GB by the fine-tuning memory estimate, at the run's
     (micro-)batch size and the length of its longest batch; 1 where the model's shape is not
     known yet."""
@@ -122,7 +103,7 @@ def auto_runs_per_gpu(
 def runs_per_gpu(
     setting: int | str,
     gpus: int,
-    shape: memory.Shape | None,
+    shape: Shape | None,
     settings: dict,
     card_gb: int,
     size: TaskSize | None = None,
@@ -146,7 +127,7 @@ def task_examples(spec: TaskSpec) -> dict[str, int] | None:
     return {"train": train, "dev": dev, "test": counts.get("test")} if train and dev else None
 
 
-def estimated_minutes(shape: memory.Shape | None, settings: dict[str, Any], spec: TaskSpec, runs: int) -> int | None:
+def estimated_minutes(shape: Shape | None, settings: dict[str, Any], spec: TaskSpec, runs: int) -> int | None:
     """The time limit (minutes) ``runtime: auto`` gives a run on one GPU beside ``runs - 1``
     others (finetune/runtime.py); a model not there yet is taken as BERT-large. None where the
     task's size is unknown."""
@@ -166,7 +147,7 @@ class RunPlan:
     estimate: int | None  # minutes runtime: auto would give; None where the task's size is unknown
 
 
-def plan_run(res: Any, shape: memory.Shape | None, settings: dict[str, Any], spec: TaskSpec) -> RunPlan:
+def plan_run(res: Any, shape: Shape | None, settings: dict[str, Any], spec: TaskSpec) -> RunPlan:
     """Runs per card and time limit of one fine-tuning run (``res``: the rule's JobResources)."""
     runs = runs_per_gpu(res.runs_per_gpu, res.gpu, shape, settings, res.gpu_mem_gb, spec.size)
     estimate = estimated_minutes(shape, settings, spec, runs) if res.gpu else None

@@ -8,11 +8,11 @@ import os
 
 import torch
 
+from ..encoder_shape import Shape
 from ..pretrain.memory import (
     CHUNK_TENSORS,
     GB,
     USABLE_FRACTION,
-    Encoder,
     Precision,
     StepBytes,
     budget,
@@ -29,8 +29,8 @@ FULL_TENSORS = 5
 
 
 def distill_step_bytes(
-    student: Encoder,
-    teacher: Encoder,
+    student: Shape,
+    teacher: Shape,
     micro: int,
     seq_len: int,
     predicted: float,
@@ -57,7 +57,7 @@ def distill_step_bytes(
 
 def distill_estimate(student, teacher, s, device: torch.device, full_kl: bool = False) -> StepBytes:
     """``s``: DistillSettings."""
-    st, te = Encoder.of(student), Encoder.of(teacher)
+    st, te = Shape.of(student), Shape.of(teacher)
     p = Precision.of(student, device, s.precision, s.residual_stream)
     kl_all = s.kl_positions == "all"
     # packing: documents: the student's and the teacher's attention masks

@@ -12,7 +12,7 @@ import torch
 
 from .buckets import Padding
 from .chunks import members
-from .heads import problem_type
+from .settings import problem_type
 
 IGNORE = -100
 

@@ -8,8 +8,7 @@ import dataclasses
 import torch
 
 from ..errors import PipelineError
-from .heads import problem_type
-from .settings import FinetuneSettings
+from .settings import FinetuneSettings, gpu_precision
 
 
 def device_for(cfg: FinetuneSettings) -> torch.device:
@@ -21,16 +20,8 @@ def device_for(cfg: FinetuneSettings) -> torch.device:
 
 
 def precision_for(precision: str, device: torch.device, task_type: str) -> str:
-    """The precision a run trains in: fp32 on the CPU whatever was asked; on CUDA ``auto`` is
-    bf16 (an H100 does 989 dense TFLOP/s in bf16 against 67 in fp32), except for regression
-    (similarity): a bf16 output keeps 8 significant bits, steps of 0.016 at a score of 2.5,
-    which flattened a barely trained toy model's predictions and took its Pearson from 0.82
-    to 0; such tasks are small, so fp32 costs little."""
-    if device.type != "cuda":
-        return "fp32"
-    if precision != "auto":
-        return precision
-    return "fp32" if problem_type(task_type) == "regression" else "bf16"
+    """The precision a run trains in: fp32 on the CPU whatever was asked, else ``gpu_precision``'s."""
+    return gpu_precision(precision, task_type) if device.type == "cuda" else "fp32"
 
 
 def prepare(cfg: FinetuneSettings, task_type: str) -> tuple[torch.device, FinetuneSettings]:

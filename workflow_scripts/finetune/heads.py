@@ -16,6 +16,8 @@ from transformers import (
     AutoModelForTokenClassification,
 )
 
+from .settings import problem_type
+
 log = logging.getLogger(__name__)
 
 DROPOUT_KEYS = (
@@ -41,15 +43,6 @@ def position_limit(model_dir: str) -> int | None:
     if getattr(config, "model_type", "") in OFFSET_POSITIONS:
         n -= (config.pad_token_id or 0) + 1
     return n
-
-
-def problem_type(task_type: str) -> str:
-    return {
-        "ner": "token",
-        "pico": "token",
-        "doc_classification": "multi_label_classification",
-        "similarity": "regression",
-    }.get(task_type, "single_label_classification")
 
 
 class PooledClassifier(nn.Module):

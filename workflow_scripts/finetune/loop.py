@@ -19,7 +19,7 @@ from ..progress import progress
 from . import chunks, heads, stability
 from .batching import ahead, eval_batches, loss_terms, micro_batches, train_batches
 from .execution import Execution, plain
-from .settings import FinetuneSettings
+from .settings import FinetuneSettings, planned_steps
 
 log = logging.getLogger(__name__)
 
@@ -77,12 +77,6 @@ def selection_value(metrics: dict[str, float]) -> float:
     return -math.inf if value is None or math.isnan(value) else float(value)
 
 
-def planned_steps(n_train: int, cfg: FinetuneSettings) -> int:
-    """Optimiser steps of a run: its epochs over the training features, capped by max_steps."""
-    total = math.ceil(n_train / cfg.batch_size) * cfg.epochs
-    return total if cfg.max_steps is None else min(total, cfg.max_steps)
-
-
 def fit(
     model,
     train,
@@ -105,7 +99,8 @@ def fit(
     units = chunks.units(train)
     lengths = chunks.unit_lengths(train, units)
     per_epoch = math.ceil(len(lengths) / cfg.batch_size)
-    schedule = schedule or Schedule(planned_steps(len(lengths), cfg), planned_steps(len(lengths), cfg))
+    planned = planned_steps(len(lengths), cfg.batch_size, cfg.epochs, cfg.max_steps)
+    schedule = schedule or Schedule(planned, planned)
     total = schedule.stop
     every = cfg.eval_every or per_epoch
     update = optim.updater(

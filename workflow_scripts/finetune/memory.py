@@ -14,7 +14,8 @@ allocator's fragmentation."""
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+
+from ..encoder_shape import ADAMW_BYTES, AUTOCAST_COPY_BYTES, GRADIENT_BYTES, WEIGHT_BYTES, Shape
 
 GIB = 2**30
 ACTIVATION_BYTES = {"bf16": 71, "fp16": 71, "fp32": 86}
@@ -23,38 +24,18 @@ FRAGMENTATION = 1.2
 MAX_RUNS_PER_GPU = 8  # beyond this the host's cores, not the card, run out (one process a run)
 
 
-@dataclass(frozen=True)
-class Shape:
-    layers: int
-    hidden: int
-    intermediate: int
-    vocab: int
-    positions: int = 512
-
-    @property
-    def parameters(self) -> int:
-        h, i = self.hidden, self.intermediate
-        layer = 4 * h * h + 4 * h + 2 * h * i + i + h + 4 * h
-        embeddings = (self.vocab + self.positions + 2) * h + 2 * h
-        return self.layers * layer + embeddings + h * h + h  # + the pooler
-
-    @property
-    def matmul_parameters(self) -> int:
-        return self.layers * (4 * self.hidden**2 + 2 * self.hidden * self.intermediate)
-
-
-BERT_BASE = Shape(layers=12, hidden=768, intermediate=3072, vocab=30522)
-BERT_LARGE = Shape(layers=24, hidden=1024, intermediate=4096, vocab=30522)
+BERT_BASE = Shape(layers=12, hidden=768, intermediate=3072, vocab=30522, heads=12)
+BERT_LARGE = Shape(layers=24, hidden=1024, intermediate=4096, vocab=30522, heads=16)
 
 
 def estimate(shape: Shape, batch: int, length: int, precision: str = "bf16") -> dict[str, float]:
     """GiB per part of one run training on batches of ``batch`` x ``length`` tokens."""
     p = shape.parameters
     parts = {
-        "weights": 4 * p,
-        "gradients": 4 * p,
-        "adamw_state": 8 * p,
-        "autocast_weight_copies": 2 * shape.matmul_parameters if precision != "fp32" else 0,
+        "weights": WEIGHT_BYTES * p,
+        "gradients": GRADIENT_BYTES * p,
+        "adamw_state": ADAMW_BYTES * p,
+        "autocast_weight_copies": AUTOCAST_COPY_BYTES * shape.matmul_parameters if precision != "fp32" else 0,
         "activations": ACTIVATION_BYTES[precision] * batch * length * shape.hidden * shape.layers,
     }
     out = {k: v / GIB for k, v in parts.items()}

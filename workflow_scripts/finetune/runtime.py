@@ -21,7 +21,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .memory import BERT_BASE, Shape
+from ..encoder_shape import Shape, matmul_flops
+from .memory import BERT_BASE
+from .settings import planned_steps
 
 MEASURED_STEP = {"layers": 12, "host_s": 0.038, "gpu_s": 0.008, "examples": 32, "mean_tokens": 51}
 MARGIN = 2.0  # the time limit over the estimate
@@ -32,7 +34,7 @@ EVAL_SHARE = 1 / 3  # a forward pass's share of a training pass
 
 def flops_per_token(shape: Shape, attention_length: int) -> float:
     """FLOPs of one token's forward pass: the matmuls and attention's two products over the length."""
-    return 2 * shape.matmul_parameters + 4 * shape.layers * shape.hidden * attention_length
+    return matmul_flops(shape.matmul_parameters, shape.hidden, shape.layers * attention_length)
 
 
 def _rates() -> tuple[float, float]:
@@ -66,8 +68,7 @@ def run_seconds(
     eval_pass = pass_seconds(shape, ft["eval_batch_size"], tokens, attention, runs, train=False)
     total = 0.0
     for batch in grid.get("batch_size") or [ft["batch_size"]]:
-        steps = math.ceil(examples["train"] / batch) * ft["epochs"]
-        steps = min(steps, ft["max_steps"]) if ft.get("max_steps") else steps
+        steps = planned_steps(examples["train"], batch, ft["epochs"], ft.get("max_steps"))
         micro = min(batch, ft.get("micro_batch_size") or batch)
         train = steps * math.ceil(batch / micro) * pass_seconds(shape, micro, tokens, attention, runs, train=True)
         evaluations = steps // ft["eval_every"] + 1 if ft.get("eval_every") else ft["epochs"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -215,6 +216,36 @@ class FinetuneSettings:
                 f"{where}.chunk_stride: {self.chunk_stride} leaves too little new text per chunk of "
                 f"{self.chunk_length}; keep it below half the chunk length"
             )
+
+
+def problem_type(task_type: str) -> str:
+    """What a task type's head predicts (transformers' ``problem_type``, or ``token`` for tagging)."""
+    return {
+        "ner": "token",
+        "pico": "token",
+        "doc_classification": "multi_label_classification",
+        "similarity": "regression",
+    }.get(task_type, "single_label_classification")
+
+
+def gpu_precision(precision: str, task_type: str) -> str:
+    """The autocast precision a run trains in on a GPU (the CPU always runs fp32: device.py).
+    ``auto`` is bf16 (an H100 does 989 dense TFLOP/s in bf16 against 67 in fp32), except for
+    regression (similarity): a bf16 output keeps 8 significant bits, steps of 0.016 at a score of
+    2.5, which flattened a barely trained toy model's predictions and took its Pearson from 0.82
+    to 0; such tasks are small, so fp32 costs little. The run and the planner's memory estimate
+    (config/gpu_share.py) both resolve it here."""
+    if precision != "auto":
+        return precision
+    return "fp32" if problem_type(task_type) == "regression" else "bf16"
+
+
+def planned_steps(train_units: int, batch_size: int, epochs: int, max_steps: int | None) -> int:
+    """Optimiser steps of a run: ``epochs`` passes over ``train_units`` (examples, or windows) in
+    batches of ``batch_size``, capped by ``max_steps`` (None: no cap). The run's schedule and the
+    planner's time limit (runtime.py) both count with this."""
+    total = math.ceil(train_units / batch_size) * epochs
+    return total if max_steps is None else min(total, max_steps)
 
 
 @dataclass

@@ -95,19 +95,9 @@ def lr_groups(model: nn.Module, cfg: FinetuneSettings) -> list[dict[str, Any]] |
     if cfg.layerwise_lr_decay == 1.0:
         return None
     layers = layer_count(model)
-    exempt = optim.no_decay_names(model)
-    groups: dict[tuple[int, bool], dict[str, Any]] = {}
-    for name, param in model.named_parameters():
-        if not param.requires_grad:
-            continue
-        d, plain = depth(name, layers), name in exempt
-        group = groups.setdefault(
-            (d, plain),
-            {
-                "params": [],
-                "weight_decay": 0.0 if plain else cfg.weight_decay,
-                "lr": cfg.lr * cfg.layerwise_lr_decay ** (layers - d),
-            },
-        )
-        group["params"].append(param)
-    return [groups[k] for k in sorted(groups)]
+
+    def layer_lr(name: str) -> tuple[int, float]:
+        d = depth(name, layers)
+        return d, cfg.lr * cfg.layerwise_lr_decay ** (layers - d)
+
+    return optim.decay_groups(model, cfg.weight_decay, layer_lr)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import torch
 from torch.profiler import ProfilerActivity, profile
 
+from ..encoder_shape import ADAMW_BYTES, AUTOCAST_COPY_BYTES, WEIGHT_BYTES, Shape
 from .settings import PretrainSettings
 
 log = logging.getLogger(__name__)
@@ -33,32 +34,6 @@ StepBytes = Callable[[int, int], float]  # (micro-batch, sequence length) -> pea
 USABLE_FRACTION = 0.85
 GB = 1e9
 CHUNK_TENSORS = 4  # fp32 chunks alive at once in the chunked KL's backward (benchmarks/bench_memory.py)
-
-
-@dataclass(frozen=True)
-class Encoder:
-    """The shape of one transformer encoder with its output head."""
-
-    hidden: int
-    layers: int
-    heads: int
-    intermediate: int
-    vocab: int
-    params: int  # every parameter, embeddings and head included
-    glu: bool = False  # ModernBERT's layer: pre-norm, rotary q and k, GeGLU
-
-    @classmethod
-    def of(cls, model: torch.nn.Module) -> Encoder:
-        c = model.config
-        return cls(
-            c.hidden_size,
-            c.num_hidden_layers,
-            c.num_attention_heads,
-            c.intermediate_size,
-            c.vocab_size,
-            sum(p.numel() for p in model.parameters()),
-            glu=c.model_type == "modernbert",
-        )
 
 
 @dataclass(frozen=True)
@@ -91,7 +66,7 @@ def dropouts(config) -> tuple[float, float]:
     return config.attention_probs_dropout_prob, config.hidden_dropout_prob
 
 
-def attention_bytes_per_token(e: Encoder, seq_len: int, p: Precision) -> float:
+def attention_bytes_per_token(e: Shape, seq_len: int, p: Precision) -> float:
     """What the attention kernel keeps: its output and log-sum-exp, or the math kernel's probabilities."""
     if p.fused_attention:
         return (2 if p.autocast else 4) * e.hidden + 4 * e.heads
@@ -99,7 +74,7 @@ def attention_bytes_per_token(e: Encoder, seq_len: int, p: Precision) -> float:
     return (8 + (5 if p.dropout else 0)) * e.heads * seq_len
 
 
-def glu_layer_bytes_per_token(e: Encoder, seq_len: int, p: Precision) -> float:
+def glu_layer_bytes_per_token(e: Shape, seq_len: int, p: Precision) -> float:
     """What one ModernBERT layer keeps for backward, per token: two pre-norms, the fused q/k/v
     projection (v a view of it) and the rotated q and k, attention, and the GeGLU's 2 x i wide
     input projection, activation and product."""
@@ -114,7 +89,7 @@ def glu_layer_bytes_per_token(e: Encoder, seq_len: int, p: Precision) -> float:
     return norms + linear_inputs + qkv + attention_bytes_per_token(e, seq_len, p) + context + masks + ffn
 
 
-def layer_bytes_per_token(e: Encoder, seq_len: int, p: Precision) -> float:
+def layer_bytes_per_token(e: Shape, seq_len: int, p: Precision) -> float:
     """What one encoder layer keeps for backward, per token."""
     if e.glu:
         return glu_layer_bytes_per_token(e, seq_len, p)
@@ -137,7 +112,7 @@ def layer_bytes_per_token(e: Encoder, seq_len: int, p: Precision) -> float:
     return inputs + qkv + attention + context + masks + norms + ffn_in + ffn
 
 
-def head_bytes_per_row(e: Encoder, p: Precision) -> float:
+def head_bytes_per_row(e: Shape, p: Precision) -> float:
     """Output head and cross-entropy per predicted row, at the peak of their backward pass."""
     low = 2 if p.autocast else 4
     hidden = 4 * e.hidden * (3 if p.autocast else 4)
@@ -152,10 +127,10 @@ def state_bytes(params: int, p: Precision, trained: bool = True) -> float:
     exist, since each layer's gradients appear as its saved tensors are freed; the caller
     adds the head's.
     """
-    return params * ((12 if trained else 4) + (2 if p.autocast else 0))
+    return params * (WEIGHT_BYTES + (ADAMW_BYTES if trained else 0) + (AUTOCAST_COPY_BYTES if p.autocast else 0))
 
 
-def mlm_step_bytes(e: Encoder, micro: int, seq_len: int, predicted: float, p: Precision) -> float:
+def mlm_step_bytes(e: Shape, micro: int, seq_len: int, predicted: float, p: Precision) -> float:
     """Peak bytes of one masked-LM micro-step: states, every layer's saved tensors, the sparse head."""
     tokens = micro * seq_len
     embeddings = tokens * (4 * e.hidden + 8 + (e.hidden if p.dropout else 0))
@@ -167,7 +142,7 @@ def mlm_step_bytes(e: Encoder, micro: int, seq_len: int, predicted: float, p: Pr
 
 
 def electra_step_bytes(
-    discriminator: Encoder, generator: Encoder, micro: int, seq_len: int, predicted: float, p: Precision
+    discriminator: Shape, generator: Shape, micro: int, seq_len: int, predicted: float, p: Precision
 ) -> float:
     """Generator MLM (sparse head, Gumbel draw over its rows) plus the discriminator on every token."""
     tokens = micro * seq_len
@@ -186,14 +161,14 @@ def document_mask_bytes(s: PretrainSettings, micro: int, seq_len: int) -> float:
 
 
 def mlm_estimate(model: torch.nn.Module, s: PretrainSettings, device: torch.device) -> StepBytes:
-    e, p = Encoder.of(model), Precision.of(model, device, s.precision, s.residual_stream)
+    e, p = Shape.of(model), Precision.of(model, device, s.precision, s.residual_stream)
     return lambda micro, seq_len: (
         mlm_step_bytes(e, micro, seq_len, max(s.phase_mask_probs()), p) + document_mask_bytes(s, micro, seq_len)
     )
 
 
 def electra_estimate(discriminator, generator, s: PretrainSettings, device: torch.device) -> StepBytes:
-    d, g = Encoder.of(discriminator), Encoder.of(generator)
+    d, g = Shape.of(discriminator), Shape.of(generator)
     p = Precision.of(discriminator, device, s.precision, s.residual_stream)
     return lambda micro, seq_len: (
         electra_step_bytes(d, g, micro, seq_len, max(s.phase_mask_probs()), p)

@@ -19,6 +19,7 @@ from transformers import (
 )
 
 from ..checkpoint_integrity import verify_checkpoint
+from ..encoder_shape import matmul_flops
 from ..errors import PipelineError
 from ..tokenizer import Specials, looks_local
 from . import modernbert
@@ -152,8 +153,7 @@ def matmul_flops_per_token(
 ) -> float:
     """FLOPS_FORMULA for one model; ``passes`` 3 is forward and backward, 1 forward only."""
     dense = linear_weights(encoder) + head_fraction * (linear_weights(head) if head is not None else 0)
-    attention = 4 * config.hidden_size * modernbert.attended_keys(config, seq_len)  # QK^T and PV
-    return passes * (2 * dense + attention)
+    return matmul_flops(dense, config.hidden_size, modernbert.attended_keys(config, seq_len), passes)
 
 
 def train_flops_per_token(model: nn.Module, seq_len: int, head_fraction: float) -> float:
