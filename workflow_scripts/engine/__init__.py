@@ -34,7 +34,7 @@ __all__ = ["install", "job_rate", "whole_group"]
 
 # Snakemake releases every patch's equivalence test passed on (tests/unit/test_<patch>.py), and the demo
 # planned the same jobs with the patches as without them (docs/engine.md).
-TESTED = ("9.19.0", "9.26.1", "9.27.1")
+TESTED = ("9.19.0", "9.20.0", "9.21.1", "9.22.0", "9.23.1", "9.24.0", "9.25.2", "9.26.1", "9.27.0", "9.27.1")
 SWITCH = "WORKFLOW_ENGINE_PATCHES"
 STOCK = "running on stock Snakemake: planning is slower, results are the same"
 
