@@ -1,6 +1,6 @@
 from snakemake.utils import min_version
 
-min_version("9.0")
+min_version("9.1.5")
 
 
 configfile: "config.yaml"

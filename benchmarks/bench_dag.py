@@ -1,9 +1,10 @@
 """DAG scale: `snakemake -n` of the full study beside a bare synthetic Snakefile with the same
 number of jobs per stage, at 1x, 2x and 4x the fine-tuning fan-out, and the planning of partial
 reruns (one run, one task of one model, a named target); optionally the workflow as it was
-(`--before DIR`, e.g. `git archive main | tar -x -C DIR`) in the same run, side by side.
+(`--before DIR`, e.g. `git archive main | tar -x -C DIR`) and this workflow on stock Snakemake
+(`--stock`: the engine's patches off, `WORKFLOW_ENGINE_PATCHES=0`) in the same run, side by side.
 
-    python benchmarks/bench_dag.py [--scales 1 2 4] [--before DIR] [--before-scales 1]
+    python benchmarks/bench_dag.py [--scales 1 2 4] [--before DIR] [--before-scales 1] [--stock]
                                    [--corpora] [--noop] [--timeout 1800] [--out FILE]
 
 Scale k multiplies every task's seeds by k (with `--corpora` also the PubMed update/baseline
@@ -41,8 +42,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "workflow"))
 from workflow_harness import planned_jobs  # noqa: E402  (the tests' reading of `snakemake -n`'s job table)
 
+from workflow_scripts import engine  # noqa: E402
+
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 ENV = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+ENV.pop(engine.SWITCH, None)  # the patches as the workflow installs them, but in the "stock" measurement
+STOCK = "stock"  # this tree with the engine's patches off
 
 BARE = """\
 N = config["n"]
@@ -191,9 +196,10 @@ def measure_once(args: list[str], cwd: Path, timeout: int, tree: Path, env: dict
         }
 
 
-def measure(args: list[str], cwd: Path, timeout: int, tree: Path = ROOT, repeat: int = 1) -> dict:
-    """The run of least CPU time of ``repeat``, with every run's CPU seconds."""
-    runs = [measure_once(args, cwd, timeout, tree) for _ in range(repeat)]
+def measure(args: list[str], cwd: Path, timeout: int, tree: Path = ROOT, repeat: int = 1, name: str = "") -> dict:
+    """The run of least CPU time of ``repeat``, with every run's CPU seconds (``name`` "stock": the patches off)."""
+    env = {engine.SWITCH: "0"} if name == STOCK else None
+    runs = [measure_once(args, cwd, timeout, tree, env) for _ in range(repeat)]
     done = [r for r in runs if "cpu_s" in r]
     if not done:
         return runs[0]
@@ -281,14 +287,15 @@ def study_dir(tmp: Path, name: str, k: int, corpora: bool) -> Path:
     return wd
 
 
-def dry_run(tree: Path, wd: Path, args, extra=()) -> dict:
+def dry_run(tree: Path, wd: Path, args, extra=(), name: str = "") -> dict:
     """Our dry run with job counts (the whole output kept only for --noop)."""
     quiet = [] if args.noop else ["--quiet", "rules"]
     base = ["--snakefile", str(tree / "Snakefile"), "--directory", str(wd)]
-    result = measure([*base, *extra, "-n", *quiet], wd, args.timeout, tree, args.repeat)
+    result = measure([*base, *extra, "-n", *quiet], wd, args.timeout, tree, args.repeat, name)
     if "output" in result:
         assert result["returncode"] == 0, result["output"][-3000:]
         out = result.pop("output")
+        assert (name == STOCK) == (f"note: {engine.SWITCH}=0" in out), f"{name}: patches on or off as asked"
         result["jobs"] = sum(planned_jobs(out).values())
         result["rules"] = dict(sorted(planned_jobs(out).items()))
         if args.noop:
@@ -336,7 +343,7 @@ def bench_scale(k: int, tmp: Path, args, trees: dict[str, Path]) -> dict:
     dirs = {}
     for name, tree in trees.items():
         dirs[name] = wd = study_dir(tmp, f"{name}-{k}x", k, args.corpora)
-        row[f"{name}_dry_run"] = dry_run(tree, wd, args)
+        row[f"{name}_dry_run"] = dry_run(tree, wd, args, name=name)
         if "timed_out" in row[f"{name}_dry_run"]:
             return row
     first = row[f"{next(iter(trees))}_dry_run"]
@@ -365,7 +372,7 @@ def bench_scale(k: int, tmp: Path, args, trees: dict[str, Path]) -> dict:
                 for name, tree in trees.items()
             }
             for name, (wd, base) in {**runs, "bare": (bare, bare_args)}.items():
-                result = measure([*base, *extra], wd, args.timeout, trees.get(name, ROOT), args.repeat)
+                result = measure([*base, *extra], wd, args.timeout, trees.get(name, ROOT), args.repeat, name)
                 if "output" in result:
                     out = result.pop("output")
                     result["nothing_to_be_done"] = "Nothing to be done" in out
@@ -381,6 +388,9 @@ def bench_scale(k: int, tmp: Path, args, trees: dict[str, Path]) -> dict:
             o, b = row.get(f"{name}_{label}", {}), row.get(f"bare_{label}", {})
             if "cpu_s" in o and "cpu_s" in b:
                 row[f"ratio_{name}_{label}"] = round(o["cpu_s"] / b["cpu_s"], 2)
+            patched = row.get(f"ours_{label}", {})
+            if name == STOCK and "cpu_s" in o and "cpu_s" in patched:
+                row[f"ratio_stock_ours_{label}"] = round(o["cpu_s"] / patched["cpu_s"], 2)
         for result in row.get(f"{name}_partial", {}).values():
             if "cpu_s" in result:
                 result["of_full_dry_run"] = round(result["cpu_s"] / row[f"{name}_dry_run"]["cpu_s"], 3)
@@ -400,6 +410,7 @@ def main() -> None:
     parser.add_argument("--scales", type=int, nargs="+", default=[1, 2, 4])
     parser.add_argument("--before", type=Path, help="a tree of the workflow as it was, measured beside this one")
     parser.add_argument("--before-scales", type=int, nargs="+", default=[1])
+    parser.add_argument("--stock", action="store_true", help="also this tree with the engine's patches off")
     parser.add_argument("--corpora", action="store_true", help="scale the PubMed files and PMC batches too")
     parser.add_argument("--noop", action="store_true", help="also a no-op dry run and run after completion")
     parser.add_argument("--repeat", type=int, default=1, help="runs per measurement, the least CPU kept")
@@ -411,12 +422,13 @@ def main() -> None:
         "snakemake": subprocess.run([SNAKEMAKE, "--version"], capture_output=True, text=True).stdout.strip(),
         "machine": {"cpu": cpu_name(), "cpus": os.cpu_count(), "python": platform.python_version()},
         "scaled": "seeds of every task" + (", PubMed files, PMC batches" if args.corpora else ""),
-        "note": "ratio_* = ours / bare CPU seconds; partial: of_full_dry_run = CPU seconds / the full dry run's",
+        "note": "ratio_* = ours / bare CPU seconds; ratio_stock_ours_* = stock / ours (stock: this tree with "
+        f"{engine.SWITCH}=0); partial: of_full_dry_run = CPU seconds / the full dry run's",
         "rows": [],
     }
     with tempfile.TemporaryDirectory(prefix="bench-dag-") as tmp:
         for k in args.scales:
-            trees = {"ours": ROOT}
+            trees = {"ours": ROOT, **({STOCK: ROOT} if args.stock else {})}
             if args.before is not None and k in args.before_scales:
                 trees["before"] = args.before.resolve()
             result["rows"].append(bench_scale(k, Path(tmp), args, trees))

@@ -1,4 +1,3 @@
-import dataclasses
 import functools
 import os
 import re
@@ -6,17 +5,10 @@ import shlex
 import sys
 
 from workflow_scripts import (
-    directory_outputs,
-    function_params,
-    group_check,
-    job_validity,
+    engine,
     numerics,
     paths,
     preload,
-    producers_once,
-    ready_check,
-    shellcmd_once,
-    wildcard_templates,
     workdir_lock,
 )
 from workflow_scripts.config import (
@@ -43,22 +35,12 @@ if workflow.is_main_process:
     if _locked:
         sys.exit(_locked)
 
-# Snakemake's check that no path leaves a job group and re-enters it, linear in the DAG.
-group_check.install()
-# Parameters of input functions, params and resources read once per function, not per job.
-function_params.install()
-# Each job's shell command formatted once for its record, not three times.
-shellcmd_once.install()
-# The rules producing a file looked up once per file, not once per job reading it.
-producers_once.install()
-# The check that no output lies inside another job's output, on path strings.
-directory_outputs.install()
-# Path patterns split into literal text and wildcards once, not once per job.
-wildcard_templates.install()
-# A job's log and benchmark paths expanded once, for its check and its use.
-job_validity.install()
-# A job group's readiness without comparing the group with itself.
-ready_check.install()
+# Snakemake's planning sped up by patches of its internals, on the Snakemake versions they were
+# tested on; any other runs stock and says so (workflow_scripts/engine, docs/engine.md).
+try:
+    ENGINE = engine.install(workflow)
+except PipelineError as exc:
+    sys.exit(f"error: {exc}")
 
 try:
     STUDY = load_config(config, workflow.source_path("../schemas/config.schema.yaml"))
@@ -264,16 +246,12 @@ def finetune_resources():
 
 
 def group_step_runs(wildcards):
-    """No input. snakemake-executor-plugin-slurm 2.8 starts an allocation's Snakemake without
-    the group arguments and with --jobs 1: it would split the group job into its runs and run
-    them one after another. Every target job of that Snakemake is a run of the one group job,
-    so the group is restored (each run is evaluated here after the settings are final, before
-    groups form), and the allocation runs it as one job step, its runs side by side."""
-    groups = workflow.group_settings
-    if workflow.remote_exec and "finetune" not in groups.group_components:
-        workflow.group_settings = dataclasses.replace(
-            groups,
-            group_components={**groups.group_components, "finetune": sys.maxsize},
+    """No input. A Slurm allocation's Snakemake runs the fine-tuning group job as one job step,
+    its runs side by side (workflow_scripts/engine/whole_group.py): an input function is
+    evaluated after the settings are final and before the groups form."""
+    if workflow.remote_exec:
+        workflow.group_settings = engine.whole_group.whole(
+            workflow.group_settings, "finetune"
         )
     return []
 
@@ -400,12 +378,10 @@ def selection_run(wildcards):
 onstart:
     from snakemake.exceptions import WorkflowError
 
-    # Snakemake 9.27's job-rate limiter (default 100 jobs/s) runs the scheduler again a second
-    # after every scheduling pass, and each finished job starts one more such chain: after n jobs
-    # it schedules n times a second, and on the 2-core demo Snakemake's own process took more
-    # CPU than the fine-tuning runs. Local jobs are bounded by the cores, not by a rate.
-    if workflow.local_exec:
-        workflow.scheduler.job_rate_limiter = None
+    # Local jobs are bounded by the cores, not by Snakemake's job-rate limiter, whose rescheduling
+    # chains grow by one per finished job (workflow_scripts/engine/job_rate.py).
+    if ENGINE:
+        engine.job_rate.unlimit_local_jobs(workflow)
     try:
         checkpoints.refuse_unpinned(
             [

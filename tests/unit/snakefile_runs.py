@@ -18,13 +18,16 @@ STAMP = re.compile(r"^\[\w{3} \w{3} [ \d]\d [\d:]{8} \d{4}\] ")  # a group job's
 def dry_run(workdir: Path, snakefile: str, check: bool = True) -> subprocess.CompletedProcess:
     """`snakemake -n -p` of ``snakefile`` in ``workdir`` (the same directory for both runs:
     Snakemake prints it), with this checkout's package importable and hashing fixed."""
+    return run(workdir, snakefile, ["-n", "-p", "--cores", "1"], check)
+
+
+def run(workdir: Path, snakefile: str, args: list[str], check: bool = True) -> subprocess.CompletedProcess:
+    """`snakemake ARGS` of ``snakefile`` in ``workdir``, as :func:`dry_run` runs it."""
     workdir.mkdir(exist_ok=True)
     (workdir / "Snakefile").write_text(snakefile)
     env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONPATH": str(ROOT)}
     snakemake = Path(sys.executable).parent / "snakemake"
-    return subprocess.run(
-        [str(snakemake), "-n", "-p", "--cores", "1"], cwd=workdir, env=env, capture_output=True, text=True, check=check
-    )
+    return subprocess.run([str(snakemake), *args], cwd=workdir, env=env, capture_output=True, text=True, check=check)
 
 
 def printed(result: subprocess.CompletedProcess, drop: str = r"^$") -> list[str]:
@@ -42,7 +45,7 @@ def planned(workdir: Path, template: str, install: str = "") -> list[str]:
 def planned_alike(workdir: Path, template: str, module: str) -> list[str]:
     """:func:`planned` with ``workflow_scripts.<module>`` installed, asserted to print what the
     Snakefile prints without it."""
-    installed = f"from workflow_scripts import {module}\nassert {module}.install()"
+    installed = f"from workflow_scripts.engine import {module}\nassert {module}.install()"
     patched = planned(workdir, template, installed)
     assert patched == planned(workdir, template)
     return patched

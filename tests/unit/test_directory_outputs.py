@@ -11,7 +11,7 @@ import snakemake.api  # noqa: F401  (snakemake.dag alone imports in a cycle)
 from snakemake import dag
 from snakemake.exceptions import ChildIOException
 
-from workflow_scripts import directory_outputs
+from workflow_scripts.engine import directory_outputs
 
 SNAKEMAKES = dag.DAG.__dict__["check_directory_outputs"]
 
@@ -110,7 +110,7 @@ def dry_run(workdir: Path, install: str):
 
 def test_snakemake_stops_on_a_file_inside_a_folder_output_as_before(tmp_path):
     plain = dry_run(tmp_path, "")
-    patched = dry_run(tmp_path, "from workflow_scripts import directory_outputs\ndirectory_outputs.install()")
+    patched = dry_run(tmp_path, "from workflow_scripts.engine import directory_outputs\ndirectory_outputs.install()")
     message = "File/directory is a child to another output:"
     assert plain.returncode == patched.returncode != 0
     assert message in plain.stdout

@@ -9,7 +9,7 @@ import inspect
 import pytest
 from snakemake import common
 
-from workflow_scripts import function_params as fp
+from workflow_scripts.engine import function_params as fp
 
 
 class Sized:

@@ -8,7 +8,7 @@ import snakemake.api  # noqa: F401  (imports snakemake.dag without a cycle)
 from snakemake.dag import DAG
 from snakemake.exceptions import WorkflowError
 
-from workflow_scripts import group_check
+from workflow_scripts.engine import group_check
 
 
 class Job:

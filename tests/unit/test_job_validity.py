@@ -1,11 +1,12 @@
-"""A job's check reads the log and benchmark paths it keeps: each expanded once, the same errors."""
+"""A job's check reads the log and benchmark paths it keeps: each expanded once, the same errors; and it stands
+in only for the `is_valid` it was proven equivalent to."""
 
 from __future__ import annotations
 
 import pytest
 import snakefile_runs
 
-from workflow_scripts import job_validity
+from workflow_scripts.engine import job_validity
 
 
 class Rule:
@@ -29,9 +30,7 @@ class Job:
     def __init__(self, rule, wildcards):
         self.rule, self.wildcards_dict, self._log, self._benchmark = rule, wildcards, None, None
 
-    def is_valid(self):
-        self.rule.expand_benchmark(self.wildcards_dict)
-        self.rule.expand_log(self.wildcards_dict)
+    is_valid = job_validity.snakemake_is_valid
 
     @property
     def log(self):
@@ -65,6 +64,18 @@ def test_a_path_that_cannot_be_filled_fails_the_check(patched):
         patched(Rule(), {}).is_valid()
 
 
+def test_a_check_snakemake_extends_is_left_to_snakemake():
+    class Extended(Job):
+        def is_valid(self):
+            """Check if job is valid"""
+            self.rule.expand_benchmark(self.wildcards_dict)
+            self.rule.expand_log(self.wildcards_dict)
+            self.rule.expand_resources(self.wildcards_dict)  # a check a later Snakemake might add
+
+    assert not job_validity.install(Extended)
+    assert Extended.__dict__["is_valid"].__name__ == "is_valid"
+
+
 def test_a_class_without_the_paths_is_left_alone():
     class Other:
         def is_valid(self):
@@ -94,5 +105,6 @@ rule run:
 
 
 def test_snakemake_plans_and_prints_the_same_jobs(tmp_path):
+    # planned_alike asserts install() in the dry run: the installed Snakemake's is_valid is the proven one
     patched = snakefile_runs.planned_alike(tmp_path, SNAKEFILE, "job_validity")
     assert sum("touch out/run~2.txt 2> logs/2.log" in line for line in patched) == 1

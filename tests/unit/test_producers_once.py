@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import snakefile_runs
 
-from workflow_scripts import producers_once
+from workflow_scripts.engine import producers_once
 
 
 class Index:
@@ -88,9 +88,12 @@ def dry_run(workdir: Path, install: str) -> tuple[list[str], int]:
     )
 
 
+INSTALL = "from workflow_scripts.engine import producers_once\nproducers_once.install()"
+
+
 def test_snakemake_plans_the_same_jobs_looking_the_shared_file_up_once(tmp_path):
     plain, plain_count = dry_run(tmp_path, "")
-    patched, patched_count = dry_run(tmp_path, "from workflow_scripts import producers_once\nproducers_once.install()")
+    patched, patched_count = dry_run(tmp_path, INSTALL)
     assert patched == plain
     assert sum(line.endswith("cp data/shared.txt out/run~3.txt") for line in patched) == 1
     # six runs read data/shared.txt: six lookups of it before, one now

@@ -10,7 +10,7 @@ import snakefile_runs
 import snakemake.api  # noqa: F401  (snakemake.dag alone imports in a cycle)
 from snakemake import dag
 
-from workflow_scripts import ready_check
+from workflow_scripts.engine import ready_check
 
 PLAIN = dag.DAG._ready
 

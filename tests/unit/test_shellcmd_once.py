@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import snakefile_runs
 
-from workflow_scripts import shellcmd_once
+from workflow_scripts.engine import shellcmd_once
 
 
 class Job:
@@ -109,9 +109,12 @@ def dry_run(tmp_path: Path, install: str) -> tuple[list[str], int]:
     return snakefile_runs.printed(result, drop=r"^formatted"), formatted
 
 
+INSTALL = "from workflow_scripts.engine import shellcmd_once\nshellcmd_once.install()"
+
+
 def test_snakemakes_dry_run_prints_the_same_with_a_third_of_the_formatting(tmp_path):
     plain, plain_count = dry_run(tmp_path, "")
-    patched, patched_count = dry_run(tmp_path, "from workflow_scripts import shellcmd_once\nshellcmd_once.install()")
+    patched, patched_count = dry_run(tmp_path, INSTALL)
     assert patched == plain
     assert sum("echo tick a > out/a.txt 2> logs/a.log" in line for line in patched) >= 1
     assert (plain_count, patched_count) == (6, 2)  # two jobs: three formattings each, one each

@@ -9,7 +9,7 @@ from snakemake import io
 from snakemake.io import AnnotatedString
 from snakemake.iocontainers import Wildcards
 
-from workflow_scripts import wildcard_templates
+from workflow_scripts.engine import wildcard_templates
 
 PLAIN = io.apply_wildcards
 FILL = wildcard_templates.filler(io.WILDCARD_REGEX, io.WildcardError)
