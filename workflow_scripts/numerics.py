@@ -78,16 +78,19 @@ def apply_deterministic() -> None:
 
 
 def _cpu() -> dict[str, Any]:
-    model, flags = platform.processor(), ""
+    model, flags, vendor = platform.processor(), "", None
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as fh:
             info = fh.read(200_000)
         model = re.search(r"^model name\s*:\s*(.*)$", info, re.M).group(1)
         flags = re.search(r"^flags\s*:\s*(.*)$", info, re.M).group(1)
+        vendor = re.search(r"^vendor_id\s*:\s*(.*)$", info, re.M).group(1)
     except (OSError, AttributeError):
         pass
     levels = [level for level, flag in (("avx2", "avx2"), ("avx512", "avx512f")) if flag in flags.split()]
-    return {"model": model, "machine": platform.machine(), "isa": levels}
+    # MKL's reproducible AVX2 branch (MKL_CBWR=AVX2) is Intel's alone: elsewhere MKL takes its AUTO
+    # branch, so the pinned bits are one vendor's (docs/reproducibility-and-provenance.md).
+    return {"model": model, "vendor": vendor, "machine": platform.machine(), "isa": levels}
 
 
 def _torch(torch) -> dict[str, Any]:
