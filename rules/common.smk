@@ -18,6 +18,7 @@ from workflow_scripts.config import (
     plan,
     step_settings,
 )
+from workflow_scripts.config import launch
 from workflow_scripts.config.launch import launch_command
 from workflow_scripts.config.resources import MODEL_RULES, snakemake_resources
 from workflow_scripts.config.shell_words import shell_word
@@ -27,6 +28,8 @@ from workflow_scripts.download.hub import PIN_COMMAND
 from workflow_scripts.atomic import write_yaml
 from workflow_scripts.pack.index import build_index
 from workflow_scripts.download.local_copy import local_source, tree_state
+from workflow_scripts import cards
+from workflow_scripts.cards.visible import visible_cards
 
 # One Snakemake per run directory: a second one stops with one clear line, never Snakemake's
 # lock race (workflow_scripts/workdir_lock.py). Jobs Snakemake starts itself skip it.
@@ -146,6 +149,39 @@ def write_settings(path, settings):
     write_yaml(path, settings)
 
 
+# One GPU server without Slurm: profiles/gpu-server gives the GPU rules `gpu_ids: allocate`, and
+# their jobs take their cards from workflow_scripts/cards. Snakemake then keeps at most the offered
+# cards' units busy (`gpu_share`: a run its share of a card, a training job 840 per card), in place
+# of counting `gpu`, which cannot count a shared card.
+try:
+    GPU_SERVER = launch.server_rules(workflow.resource_settings.overwrite_resources)
+    if GPU_SERVER:
+        SERVER_CARDS, CARDS_SOURCE = visible_cards()
+        for _name in GPU_SERVER:
+            for _model in [m for m, e in STUDY.models.items() if e.kind == _name]:
+                _size = STUDY.job_resources(_name, _model)
+                launch.check_server_job(_name, _size, SERVER_CARDS, CARDS_SOURCE)
+            _size = STUDY.job_resources(_name)
+            launch.check_server_job(_name, _size, SERVER_CARDS, CARDS_SOURCE)
+except PipelineError as exc:
+    sys.exit(f"error: {exc}")
+if GPU_SERVER and workflow.is_main_process:
+    if workflow.global_resources.get("gpu_share").value is not None:
+        sys.exit(
+            "error: --resources gpu_share: on a GPU server the workflow sets it from the cards;"
+            " limit the cards with --resources gpu=N"
+        )
+    # the jobs of this invocation share cards with each other only
+    os.environ[cards.PARTY] = f"{os.getpid()}:{os.getcwd()}"
+    workflow.register_resource(
+        "gpu_share",
+        launch.card_budget(
+            len(SERVER_CARDS), workflow.global_resources.get("gpu").value
+        ),
+    )
+    workflow.register_resource("gpu", None)
+
+
 def _job_size(rule_name, wildcards):
     model = wildcards.model if rule_name in MODEL_RULES else None
     return STUDY.job_resources(rule_name, model)
@@ -177,6 +213,10 @@ def job_resources(rule_name):
     resources["runtime"] = lambda wildcards, attempt: (
         _job_size(rule_name, wildcards).runtime * attempt
     )
+    if rule_name in GPU_SERVER and rule_name in MODEL_RULES:
+        resources["gpu_share"] = lambda wildcards: (
+            gpu_share.GPU_SHARE_UNITS * _job_size(rule_name, wildcards).gpu
+        )
     return resources
 
 
@@ -239,7 +279,8 @@ def finetune_resources():
     del resources["nodes"], resources["gpu_mem_gb"]
     return {
         **resources,
-        "gpu": gpu_share.group_gpus(size.gpu),
+        # on a GPU server a number: no group job there, and --resources gpu=N must count it
+        "gpu": size.gpu if "finetune" in GPU_SERVER else gpu_share.group_gpus(size.gpu),
         "gpu_share": share,
         "runtime": runtime,
     }
@@ -257,17 +298,24 @@ def group_step_runs(wildcards):
 
 
 def launcher(resources, threads, rule_name):
-    """python, torchrun, or srun + torchrun per node (see workflow_scripts/config/launch.py)."""
+    """python, torchrun, or srun + torchrun per node; on a GPU server behind the card allocator
+    (see workflow_scripts/config/launch.py)."""
     from snakemake.exceptions import WorkflowError
 
+    gpus = int(resources.get("gpu", 0))
     try:
-        return launch_command(
-            int(resources.get("gpu", 0)),
+        command = launch_command(
+            gpus,
             int(resources.get("nodes", 1)),
             threads,
             rule_name,
             "mpi" in resources.keys(),
         )
+        if rule_name in GPU_SERVER:
+            return launch.on_gpu_server(
+                command, gpus, int(resources.get("gpu_share", 0))
+            )
+        return command
     except PipelineError as exc:
         raise WorkflowError(str(exc)) from exc
 

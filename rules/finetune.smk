@@ -36,13 +36,16 @@ rule finetune:
     resources:
         **finetune_resources(),
     params:
+        launch=lambda wildcards, threads, resources: launcher(
+            resources, threads, "finetune"
+        ),
         steps_from=lambda wildcards, input: " ".join(
             f"--steps-from {p}" for p in input.selection
         ),
         model=lambda wildcards: shell_word(model_dir(wildcards.model)),
         out=paths.RUN,
     shell:
-        "python -m workflow_scripts.preload workflow_scripts.finetune.finetune"
+        "{params.launch} -m workflow_scripts.preload workflow_scripts.finetune.finetune"
         " --settings {input.settings}"
         " --model {params.model} --task-dir results/tasks/{wildcards.task}"
         " --fold {wildcards.fold} --seed {wildcards.seed} --out {params.out}"

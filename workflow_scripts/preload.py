@@ -7,6 +7,8 @@ fine-tuning run itself. With ``WORKFLOW_PRELOAD=1`` the first such command start
 imports them once (no model, no thread pool, no CUDA) and waits on a Unix socket; every command
 then sends it its module, arguments, working directory, environment, ``sys.path`` and its own
 stdin/stdout/stderr, and the server forks a process that runs the module as ``python -m`` would.
+On a GPU server the run's standard input is its hold on its cards (workflow_scripts/cards), so the
+fork keeps the cards for as long as it runs, whatever becomes of the command.
 Our own modules are imported anew in each fork, from the caller's ``sys.path``, so code edits
 apply at once; the server leaves when idle. Signals sent to the command reach the fork, and the
 command exits with the fork's status. Without the variable (the default) the module simply runs in
@@ -56,6 +58,9 @@ IMPORT_TIME_PREFIXES = (
     *("OMP_", "MKL_", "OPENBLAS_", "ATEN_", "ONEDNN_", "DNNL_", "CUBLAS_", "WORKFLOW_DETERMINISTIC"),
     *("TORCH", "PYTORCH", "CUDA", "HF_", "TRANSFORMERS", "LD_"),
 )
+# Read when CUDA initialises, which the server never does: each run's own cards (workflow_scripts/cards)
+# reach its fork with its environment, and runs on different cards share one server.
+PER_RUN = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
 # Under ``python -m`` this module's __name__ is __main__; its spec keeps the real name.
 MODULE = __spec__.name
 PACKAGE = MODULE.split(".")[0]
@@ -92,7 +97,11 @@ def preloads() -> None:
 
 
 def socket_path() -> Path:
-    env = sorted((k, v) for k, v in os.environ.items() if k.startswith(IMPORT_TIME_PREFIXES) or k in SLURM_STEP)
+    env = sorted(
+        (k, v)
+        for k, v in os.environ.items()
+        if (k.startswith(IMPORT_TIME_PREFIXES) and k not in PER_RUN) or k in SLURM_STEP
+    )
     key = json.dumps([os.path.realpath(sys.executable), sys.prefix, env])
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     return Path(os.environ.get("TMPDIR", "/tmp")) / f"workflow-preload-{os.getuid()}-{digest}.sock"
@@ -232,6 +241,9 @@ def step_alive() -> bool:
 
 
 def serve(path: Path) -> None:
+    # Should an import ask torch whether there is a GPU, it asks NVML instead of initialising CUDA,
+    # which no fork could use again (each run's fork sets its own cards before its first CUDA call).
+    os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
     preloads()
     sys.stdout.flush()
     sys.stderr.flush()

@@ -7,14 +7,28 @@ needs the resources `mpi`, `tasks` (= nodes) and `tasks_per_gpu: 0`: with `mpi` 
 plugin's job step runs the rule's command as it is on the first node instead of inside
 `srun -n1` (which cannot span nodes), and `tasks` gives the allocation one task per node
 for the `srun` below.
+
+On one GPU server without Slurm (profiles/gpu-server), the profile gives the GPU rules the resource
+`gpu_ids: allocate`: each job then takes its cards from workflow_scripts/cards before it starts
+(`gpu` whole cards, or a fine-tuning run's `gpu_share` of one), and a job with `gpu: 0` sees no
+card at all; Snakemake keeps the cards' units busy at most (`card_budget`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from ..errors import PipelineError
+from .gpu_share import GPU_SHARE_UNITS
+from .resources import JobResources
 
 # torchrun's c10d rendezvous store; one per allocation, on the node running the batch step.
 RDZV_PORT = 29500
+# the resource (and its one value) by which profiles/gpu-server hands a rule's cards out
+CARDS_KEY, ALLOCATE = "gpu_ids", "allocate"
+# the rules whose jobs may train on a card
+GPU_RULES = ("pretrain", "distill", "finetune")
 
 
 def launch_command(gpus: int, nodes: int, threads: int, rule: str = "pretrain", mpi: bool = True) -> str:
@@ -47,3 +61,62 @@ def launch_command(gpus: int, nodes: int, threads: int, rule: str = "pretrain", 
         f"torchrun --nnodes {nodes} --nproc-per-node {max(gpus // nodes, 1)} "
         f"--rdzv-backend c10d --rdzv-endpoint $(hostname):{RDZV_PORT} --rdzv-id $SLURM_JOB_ID"
     )
+
+
+def server_rules(set_resources: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The rules whose jobs take their cards from the allocator: those given `gpu_ids: allocate`
+    in the profile's (or the command line's) set-resources."""
+    rules = []
+    for rule, resources in set_resources.items():
+        value = resources.get(CARDS_KEY)
+        value = getattr(value, "raw", value)  # Snakemake 9 holds each value in a Resource
+        if value in (None, ""):
+            continue
+        _check_allocate(rule, value)
+        rules.append(rule)
+    return rules
+
+
+def _check_allocate(rule: str, value: object) -> None:
+    if rule not in GPU_RULES:
+        raise PipelineError(
+            f"set-resources of rule {rule}: {CARDS_KEY} hands out cards to the jobs of {', '.join(GPU_RULES)} "
+            "only; delete the key"
+        )
+    if value != ALLOCATE:
+        raise PipelineError(
+            f"set-resources of rule {rule}: {CARDS_KEY}={value}; the one value is {ALLOCATE} "
+            "(profiles/gpu-server), or leave the key out"
+        )
+
+
+def on_gpu_server(launch: str, gpus: int, share: int) -> str:
+    """`launch` (python or torchrun) behind the card allocator: `gpus` whole cards, or `share`
+    units of one card for a run that shares it; a CPU job (no GPU) sees no card at all."""
+    if gpus == 0:
+        return f"CUDA_VISIBLE_DEVICES= {launch}"
+    take = f"--share {share}" if gpus == 1 and 0 < share < GPU_SHARE_UNITS else f"--cards {gpus}"
+    return f"python -m workflow_scripts.cards {take} -- {launch}"
+
+
+def check_server_job(rule: str, size: JobResources, offered: list[str], source: str) -> None:
+    """Refuse, before any job starts, a job size this server cannot hold."""
+    gpus, nodes = size.gpu, size.nodes
+    if nodes > 1:
+        raise PipelineError(
+            f"resources.{rule}.nodes: {nodes} nodes on one GPU server; set nodes: 1 (and gpu to at most "
+            f"{len(offered)}), or run on Slurm (--profile slurm)"
+        )
+    if gpus > len(offered):
+        raise PipelineError(
+            f"resources.{rule}.gpu: {gpus} cards, but {source} offers {len(offered)} "
+            f"({','.join(offered) or 'none'}); set resources.{rule}.gpu to at most {len(offered)}"
+        )
+
+
+def card_budget(offered: int, asked: int | None) -> int:
+    """Snakemake's `gpu_share` on a GPU server: the units of the cards it may keep busy, every
+    card offered or `--resources gpu=N` of them (at least one card's worth, which CPU runs
+    sharing a group's units need)."""
+    cards = offered if asked is None else min(asked, offered)
+    return GPU_SHARE_UNITS * max(cards, 1)

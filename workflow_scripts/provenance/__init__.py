@@ -23,6 +23,7 @@ from typing import Any
 
 from .. import numerics
 from ..atomic import write_json
+from ..cards import job_cards
 from ..integrity import PROVENANCE, sha256_file
 
 FILENAME = PROVENANCE
@@ -193,6 +194,10 @@ def record(
         "started": started or now(),
         "ended": now(),
     }
+    # the cards the step saw (CUDA_VISIBLE_DEVICES) and, on a GPU server, its holding of them
+    cards = job_cards(dict(os.environ))
+    if cards is not None:
+        rec["cards"] = cards
     if extra:
         rec.update(extra)
     target = Path(path) if path is not None else provenance_path(artifact)
