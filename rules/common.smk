@@ -28,8 +28,6 @@ from workflow_scripts.download.hub import PIN_COMMAND
 from workflow_scripts.atomic import write_yaml
 from workflow_scripts.pack.index import build_index
 from workflow_scripts.download.local_copy import local_source, tree_state
-from workflow_scripts import cards
-from workflow_scripts.cards.visible import visible_cards
 
 # One Snakemake per run directory: a second one stops with one clear line, never Snakemake's
 # lock race (workflow_scripts/workdir_lock.py). Jobs Snakemake starts itself skip it.
@@ -149,37 +147,21 @@ def write_settings(path, settings):
     write_yaml(path, settings)
 
 
-# One GPU server without Slurm: profiles/gpu-server gives the GPU rules `gpu_ids: allocate`, and
-# their jobs take their cards from workflow_scripts/cards. Snakemake then keeps at most the offered
-# cards' units busy (`gpu_share`: a run its share of a card, a training job 840 per card), in place
-# of counting `gpu`, which cannot count a shared card.
+def job_sizes(rule_name):
+    """Every size a job of the rule may have, by the config key that sets it."""
+    sizes = {f"resources.{rule_name}": STUDY.job_resources(rule_name)}
+    for model, entry in STUDY.models.items():
+        if entry.kind == rule_name and entry.resources:
+            sizes[f"models.{model}.resources"] = entry.resources
+    return sizes
+
+
+# One GPU server without Slurm (profiles/gpu-server): the rules whose jobs take their cards from
+# workflow_scripts/cards, with Snakemake's gpu_share budget set from the cards on offer.
 try:
-    GPU_SERVER = launch.server_rules(workflow.resource_settings.overwrite_resources)
-    if GPU_SERVER:
-        SERVER_CARDS, CARDS_SOURCE = visible_cards()
-        for _name in GPU_SERVER:
-            for _model in [m for m, e in STUDY.models.items() if e.kind == _name]:
-                _size = STUDY.job_resources(_name, _model)
-                launch.check_server_job(_name, _size, SERVER_CARDS, CARDS_SOURCE)
-            _size = STUDY.job_resources(_name)
-            launch.check_server_job(_name, _size, SERVER_CARDS, CARDS_SOURCE)
+    GPU_SERVER = launch.gpu_server(workflow, job_sizes)
 except PipelineError as exc:
     sys.exit(f"error: {exc}")
-if GPU_SERVER and workflow.is_main_process:
-    if workflow.global_resources.get("gpu_share").value is not None:
-        sys.exit(
-            "error: --resources gpu_share: on a GPU server the workflow sets it from the cards;"
-            " limit the cards with --resources gpu=N"
-        )
-    # the jobs of this invocation share cards with each other only
-    os.environ[cards.PARTY] = f"{os.getpid()}:{os.getcwd()}"
-    workflow.register_resource(
-        "gpu_share",
-        launch.card_budget(
-            len(SERVER_CARDS), workflow.global_resources.get("gpu").value
-        ),
-    )
-    workflow.register_resource("gpu", None)
 
 
 def _job_size(rule_name, wildcards):

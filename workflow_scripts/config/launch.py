@@ -16,9 +16,12 @@ card at all; Snakemake keeps the cards' units busy at most (`card_budget`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import os
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..cards import PARTY
+from ..cards.visible import visible_cards
 from ..errors import PipelineError
 from .gpu_share import GPU_SHARE_UNITS
 from .resources import JobResources
@@ -99,18 +102,17 @@ def on_gpu_server(launch: str, gpus: int, share: int) -> str:
     return f"python -m workflow_scripts.cards {take} -- {launch}"
 
 
-def check_server_job(rule: str, size: JobResources, offered: list[str], source: str) -> None:
-    """Refuse, before any job starts, a job size this server cannot hold."""
-    gpus, nodes = size.gpu, size.nodes
-    if nodes > 1:
+def check_server_job(where: str, size: JobResources, offered: list[str], source: str) -> None:
+    """Refuse, before any job starts, a job size (the config's ``where``) this server cannot hold."""
+    if size.nodes > 1:
         raise PipelineError(
-            f"resources.{rule}.nodes: {nodes} nodes on one GPU server; set nodes: 1 (and gpu to at most "
+            f"{where}.nodes: {size.nodes} nodes on one GPU server; set nodes: 1 (and gpu to at most "
             f"{len(offered)}), or run on Slurm (--profile slurm)"
         )
-    if gpus > len(offered):
+    if size.gpu > len(offered):
         raise PipelineError(
-            f"resources.{rule}.gpu: {gpus} cards, but {source} offers {len(offered)} "
-            f"({','.join(offered) or 'none'}); set resources.{rule}.gpu to at most {len(offered)}"
+            f"{where}.gpu: {size.gpu} cards, but {source} offers {len(offered)} "
+            f"({','.join(offered) or 'none'}); set it to at most {len(offered)}, or offer more cards"
         )
 
 
@@ -120,3 +122,29 @@ def card_budget(offered: int, asked: int | None) -> int:
     sharing a group's units need)."""
     cards = offered if asked is None else min(asked, offered)
     return GPU_SHARE_UNITS * max(cards, 1)
+
+
+def gpu_server(workflow: Any, sizes: Callable[[str], Mapping[str, JobResources]]) -> list[str]:
+    """The rules whose jobs take their cards from the allocator on this machine (none but on a GPU
+    server), each job size of theirs (``sizes(rule)``: by the config key that sets it) checked
+    against the cards on offer. In the Snakemake that schedules the jobs, its jobs share cards
+    with each other only (their party), and its budget of card units becomes ``card_budget``: a
+    fine-tuning run takes its share, a training job 840 per card; ``gpu``, which cannot count a
+    shared card, no longer limits anything."""
+    rules = server_rules(workflow.resource_settings.overwrite_resources)
+    if not rules:
+        return rules
+    offered, source = visible_cards()
+    for rule in rules:
+        for where, size in sizes(rule).items():
+            check_server_job(where, size, offered, source)
+    if workflow.is_main_process:
+        if workflow.global_resources.get("gpu_share").value is not None:
+            raise PipelineError(
+                "--resources gpu_share: on a GPU server the workflow sets it from the cards on offer; "
+                "limit the cards with --resources gpu=N"
+            )
+        os.environ[PARTY] = f"{os.getpid()}:{os.getcwd()}"
+        workflow.register_resource("gpu_share", card_budget(len(offered), workflow.global_resources.get("gpu").value))
+        workflow.register_resource("gpu", None)
+    return rules
