@@ -55,7 +55,7 @@ class Ledger:
         self.folder = folder
         self.path = folder / "ledger.json"
         self.holders = folder / "holders"
-        self.holders.mkdir(exist_ok=True)
+        self.holders.mkdir(parents=True, exist_ok=True)
 
     @contextlib.contextmanager
     def locked(self):
