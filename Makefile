@@ -31,6 +31,14 @@ demo: install
 	WORKFLOW_PRELOAD=1 python -m workflow_scripts.console $(if $(VERBOSE),--verbose) \
 		--report demo/results/report.html -- --directory demo --workflow-profile profiles/local
 
+# make demo-gpu: the demo on this machine's card(s) through profiles/gpu-server (docs/gpu-server.md), every core,
+# training rules on the cards; in its own directory results/demo-gpu (demo/results and demo/medians.csv stay the CPU's).
+demo-gpu: install
+	mkdir -p results/demo-gpu && ln -sfn $(abspath demo/raw_source) results/demo-gpu/raw_source
+	WORKFLOW_PRELOAD=1 python -m workflow_scripts.console $(if $(VERBOSE),--verbose) \
+		--report results/demo-gpu/report.html -- --directory results/demo-gpu --workflow-profile profiles/gpu-server \
+		--configfile $(abspath demo/config.yaml) $(abspath profiles/gpu-server/demo.yaml)
+
 # Two workers: the demo's run and the Slurm tests overlap the single-threaded unit tests (tests/conftest.py).
 TEST_WORKERS ?= 2
 

@@ -7,8 +7,6 @@ fine-tuning run itself. With ``WORKFLOW_PRELOAD=1`` the first such command start
 imports them once (no model, no thread pool, no CUDA) and waits on a Unix socket; every command
 then sends it its module, arguments, working directory, environment, ``sys.path`` and its own
 stdin/stdout/stderr, and the server forks a process that runs the module as ``python -m`` would.
-On a GPU server the run's standard input is its hold on its cards (workflow_scripts/cards), so the
-fork keeps the cards for as long as it runs, whatever becomes of the command.
 Our own modules are imported anew in each fork, from the caller's ``sys.path``, so code edits
 apply at once; the server leaves when idle. Signals sent to the command reach the fork, and the
 command exits with the fork's status. Without the variable (the default) the module simply runs in
@@ -36,11 +34,12 @@ import runpy
 import select
 import signal
 import socket
-import struct
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from .unix_messages import receive_message, send_message
 
 ENABLE = "WORKFLOW_PRELOAD"
 # Set in every fork of the server, for the run's provenance.
@@ -58,8 +57,7 @@ IMPORT_TIME_PREFIXES = (
     *("OMP_", "MKL_", "OPENBLAS_", "ATEN_", "ONEDNN_", "DNNL_", "CUBLAS_", "WORKFLOW_DETERMINISTIC"),
     *("TORCH", "PYTORCH", "CUDA", "HF_", "TRANSFORMERS", "LD_"),
 )
-# Read when CUDA initialises, which the server never does: each run's own cards (workflow_scripts/cards)
-# reach its fork with its environment, and runs on different cards share one server.
+# Read when CUDA initialises, never in the server: runs on different cards (workflow_scripts/cards) share one.
 PER_RUN = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
 # Under ``python -m`` this module's __name__ is __main__; its spec keeps the real name.
 MODULE = __spec__.name
@@ -97,47 +95,11 @@ def preloads() -> None:
 
 
 def socket_path() -> Path:
-    env = sorted(
-        (k, v)
-        for k, v in os.environ.items()
-        if (k.startswith(IMPORT_TIME_PREFIXES) and k not in PER_RUN) or k in SLURM_STEP
-    )
+    keyed = [k for k in os.environ if (k.startswith(IMPORT_TIME_PREFIXES) and k not in PER_RUN) or k in SLURM_STEP]
+    env = sorted((k, os.environ[k]) for k in keyed)
     key = json.dumps([os.path.realpath(sys.executable), sys.prefix, env])
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]
     return Path(os.environ.get("TMPDIR", "/tmp")) / f"workflow-preload-{os.getuid()}-{digest}.sock"
-
-
-def send_message(sock: socket.socket, message: dict, fds: list[int] | None = None) -> None:
-    data = json.dumps(message).encode()
-    header = struct.pack("!I", len(data))
-    if fds:
-        socket.send_fds(sock, [header], fds)
-        sock.sendall(data)
-    else:
-        sock.sendall(header + data)
-
-
-def receive_message(sock: socket.socket, with_fds: int = 0) -> tuple[dict | None, list[int]]:
-    fds: list[int] = []
-    if with_fds:
-        header, fds, _, _ = socket.recv_fds(sock, 4, with_fds)
-    else:
-        header = sock.recv(4)
-    while header and len(header) < 4:
-        more = sock.recv(4 - len(header))
-        if not more:
-            break
-        header += more
-    if len(header) < 4:
-        return None, fds
-    (size,) = struct.unpack("!I", header)
-    data = b""
-    while len(data) < size:
-        chunk = sock.recv(size - len(data))
-        if not chunk:
-            return None, fds
-        data += chunk
-    return json.loads(data), fds
 
 
 def run_module(module: str, args: list[str]) -> None:
@@ -241,8 +203,7 @@ def step_alive() -> bool:
 
 
 def serve(path: Path) -> None:
-    # Should an import ask torch whether there is a GPU, it asks NVML instead of initialising CUDA,
-    # which no fork could use again (each run's fork sets its own cards before its first CUDA call).
+    # an import asking torch for a GPU asks NVML: CUDA initialised here would fail in every fork
     os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
     preloads()
     sys.stdout.flush()

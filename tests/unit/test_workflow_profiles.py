@@ -35,6 +35,7 @@ def test_every_workflow_profile_asks_for_the_greedy_scheduler(monkeypatch, site_
     monkeypatch.chdir(ROOT)  # where Snakemake finds profiles/default by itself
     assert _scheduler() == "greedy"
     assert _scheduler("--workflow-profile", "profiles/local") == "greedy"
+    assert _scheduler("--workflow-profile", "profiles/gpu-server") == "greedy"
     assert _scheduler("--profile", "slurm") == "greedy"
 
 

@@ -10,8 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from ..config.gpu_share import GPU_SHARE_UNITS as CARD_UNITS
 from ..errors import PipelineError
+
+# The units of one card (config/gpu_share.py's GPU_SHARE_UNITS, Snakemake's resource gpu_share): 840 is
+# the least common multiple of 1 to 8, so any runs_per_gpu up to 8 splits a card exactly.
+CARD_UNITS = 840
 
 
 @dataclass(frozen=True)

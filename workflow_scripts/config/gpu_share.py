@@ -24,12 +24,12 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from ..cards.plan import CARD_UNITS as GPU_SHARE_UNITS
 from ..encoder_shape import Shape, read_shape
 from ..finetune import buckets, memory, runtime
 from ..finetune.settings import gpu_precision
 from ..tasks.spec import TaskSize, TaskSpec
 
-GPU_SHARE_UNITS = 840
 # a vocabulary may split the words into up to a quarter more pieces than bert-base-uncased's, in
 # which the registry's sizes are counted
 LENGTH_MARGIN = 1.25
