@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,3 +108,11 @@ def violations(jobs: list[Seen]) -> list[str]:
 
 def most_units_at_once(jobs: list[Seen]) -> int:
     return max(sum(o.units * len(o.cards) for o in jobs if o.start <= j.start < o.end) for j in jobs)
+
+
+def wait_for(condition, what: str, timeout: float = 180.0):
+    """Poll ``condition`` until it holds; fail naming ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)

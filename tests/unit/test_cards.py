@@ -8,10 +8,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pytest
-from card_jobs import Seen, card_env, most_units_at_once, run_jobs, start_jobs, violations
+from card_jobs import Seen, card_env, most_units_at_once, run_jobs, start_jobs, violations, wait_for
 
 from workflow_scripts.cards import job_cards
 from workflow_scripts.cards.ledger import Ledger
@@ -135,13 +134,6 @@ def test_two_invocations_at_once_never_share_a_card(tmp_path):
     jobs = [Seen.read(out) for out in first[1] + second[1]]
     assert {job.party for job in jobs} == {"first", "second"}
     assert violations(jobs) == []
-
-
-def wait_for(condition, what: str, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
 
 
 def test_cards_come_back_after_a_sigkill_even_from_a_torchrun_like_tree(tmp_path):

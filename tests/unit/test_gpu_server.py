@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from card_jobs import ROOT, Seen, card_env, most_units_at_once, probe_file, violations
+from card_jobs import ROOT, Seen, card_env, most_units_at_once, probe_file, violations, wait_for
 from snakemake.resources import Resources
 
 from workflow_scripts import preload
@@ -186,13 +186,6 @@ env = os.environ
 Path(sys.argv[1]).write_text(f"{os.getpid()} {env.get('CUDA_VISIBLE_DEVICES')} {env.get('WORKFLOW_PRELOADED')}")
 time.sleep(120)
 """
-
-
-def wait_for(condition, what: str, timeout: float = 180.0):
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.1)
 
 
 def test_a_preloaded_run_keeps_its_card_when_its_command_is_killed(tmp_path):
