@@ -27,8 +27,9 @@ POLL_SECONDS = 0.5
 
 
 def lock_folder(env: dict[str, str] | None = None) -> Path:
-    """``WORKFLOW_CARDS_DIR`` (a folder several users may share), else ``/tmp/workflow-cards-<uid>``,
-    which must be this user's own folder."""
+    """``WORKFLOW_CARDS_DIR`` where set, else ``/tmp/workflow-cards-<uid>``, which must be this user's
+    own folder. Each user has a ledger of their own: users sharing a server split its cards between
+    them with ``CUDA_VISIBLE_DEVICES``."""
     env = dict(os.environ) if env is None else env
     if env.get(FOLDER):
         folder = Path(env[FOLDER])
