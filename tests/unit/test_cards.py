@@ -52,6 +52,8 @@ def test_a_request_no_wait_can_satisfy_is_refused_with_the_fix():
         Request(cards=5).check(CARDS, "CUDA_VISIBLE_DEVICES")
     with pytest.raises(PipelineError, match="a card has 840 units"):
         Request(share=900).check(CARDS, "nvidia-smi -L")
+    with pytest.raises(PipelineError, match=r"--cards N \(1 or more\) or --share UNITS, one of them"):
+        Request(cards=0).check(CARDS, "nvidia-smi -L")
     with pytest.raises(PipelineError, match="offers 0 .none."):
         Request(share=105).check([], "CUDA_VISIBLE_DEVICES")
 

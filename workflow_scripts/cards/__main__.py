@@ -2,7 +2,6 @@
 
 python -m workflow_scripts.cards --cards 2 -- torchrun --standalone --nproc-per-node 2 -m ...
 python -m workflow_scripts.cards --share 105 -- python -m workflow_scripts.preload ...
-python -m workflow_scripts.cards --cards 0 -- python ...   (the CPU: every card hidden)
 python -m workflow_scripts.cards --list
 """
 
@@ -27,8 +26,6 @@ def say(text: str) -> None:
 def job_environment(request: Request, command: list[str]) -> dict[str, str]:
     """The variables the command runs with once its cards are taken (waiting until they are);
     the holding rides on standard input, which every process of the job inherits."""
-    if request.cards == 0 and request.share == 0:
-        return {"CUDA_VISIBLE_DEVICES": ""}
     offered, source = visible_cards()
     request.check(offered, source)
     holding = Ledger(lock_folder()).take(request, offered, os.environ.get(PARTY), shlex.join(command), say)
@@ -59,7 +56,7 @@ def listing() -> str:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m workflow_scripts.cards", description=__doc__.split("\n")[0])
     what = parser.add_mutually_exclusive_group(required=True)
-    what.add_argument("--cards", type=int, help="whole cards (0: none, every card hidden)")
+    what.add_argument("--cards", type=int, help="whole cards")
     what.add_argument("--share", type=int, help=f"units of one card of {CARD_UNITS}")
     what.add_argument("--list", action="store_true", help="show the cards and who holds them")
     parser.add_argument("command", nargs=argparse.REMAINDER, help="the job's command, after --")

@@ -26,8 +26,8 @@ class Request:
 
     def check(self, offered: Sequence[str], source: str) -> None:
         """Refuse what no wait can satisfy, naming the fix."""
-        if bool(self.cards) == bool(self.share):
-            raise PipelineError("ask for either --cards N or --share UNITS (one, not both)")
+        if self.cards < 0 or self.share < 0 or bool(self.cards) == bool(self.share):
+            raise PipelineError("ask for --cards N (1 or more) or --share UNITS, one of them")
         if self.share and not 0 < self.share <= CARD_UNITS:
             raise PipelineError(f"--share {self.share}: a card has {CARD_UNITS} units; ask for 1 to {CARD_UNITS}")
         wanted = self.cards or 1
