@@ -5,7 +5,7 @@
 # make lint checks the style (ruff, snakefmt, snakemake --lint); make format rewrites the files to pass it.
 # The CPythons pyproject.toml admits (benchmarks/results/wheels.json: every dependency has a wheel for them),
 # the first on PATH taken: 3.11 first, as the CPU build of torch lies on disk for it here. PYTHON=... overrides.
-PYTHONS := python3.11 python3.12 python3.13 python3.14
+PYTHONS := python3.11 python3.12 python3.13
 PYTHON ?= $(firstword $(foreach python,$(PYTHONS),$(shell command -v $(python) 2>/dev/null)))
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -22,7 +22,7 @@ install: $(VENV)/.installed
 # compiled afterwards on every core instead. A file that does not compile is left, as pip leaves it (torch
 # ships one in Python 3.12 syntax), for an import to report.
 $(VENV)/.installed: pyproject.toml
-	$(if $(PYTHON),,$(error No Python 3.11 to 3.14 on PATH (looked for $(PYTHONS)): install one (Debian 13 and Ubuntu 24.04: apt-get install python3-venv; elsewhere: uv python install 3.13) or name one with make PYTHON=/path/to/python3.X))
+	$(if $(PYTHON),,$(error No Python 3.11 to 3.13 on PATH (looked for $(PYTHONS)): install one (Debian 13 and Ubuntu 24.04: apt-get install python3-venv; elsewhere: uv python install 3.13) or name one with make PYTHON=/path/to/python3.X))
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet --no-compile torch==2.13.0

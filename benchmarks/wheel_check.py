@@ -41,7 +41,8 @@ PROJECT = "biomed-lm-workflow"
 EXTRAS = ("dev",)
 # the public registry only: no local wheel folder, extra index or constraint from pip's configuration
 PIP = (sys.executable, "-m", "pip", "--isolated", "--disable-pip-version-check", "--no-input")
-MISSING = re.compile(r"No matching distribution found for ([A-Za-z0-9_.\-]+)")
+# no file for this Python, or only files whose Requires-Python excludes it
+MISSING = re.compile(r"(?:No matching distribution found for|Cannot install) ([A-Za-z0-9_.\-]+==[^\s,]+)")
 
 
 def _linux(python: str, extra: str = "") -> dict[str, str]:
