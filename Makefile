@@ -1,8 +1,12 @@
 # Two entry points on a fresh machine:
-#   make demo   create .venv, install the workflow and run the embedded demo end to end (VERBOSE=1: every job record)
+#   make demo   create .venv, install the workflow and run the embedded demo end to end on every core
+#               (CORES=N: at most N; VERBOSE=1: every job record)
 #   make test   create .venv, install the workflow and run every test (lint, dry run, unit, demo)
 # make lint checks the style (ruff, snakefmt, snakemake --lint); make format rewrites the files to pass it.
-PYTHON ?= python3
+# The CPythons pyproject.toml admits (benchmarks/results/wheels.json: every dependency has a wheel for them),
+# the first on PATH taken: 3.11 first, as the CPU build of torch lies on disk for it here. PYTHON=... overrides.
+PYTHONS := python3.11 python3.12 python3.13
+PYTHON ?= $(firstword $(foreach python,$(PYTHONS),$(shell command -v $(python) 2>/dev/null)))
 VENV ?= .venv
 BIN := $(VENV)/bin
 export PATH := $(abspath $(BIN)):$(PATH)
@@ -18,6 +22,7 @@ install: $(VENV)/.installed
 # compiled afterwards on every core instead. A file that does not compile is left, as pip leaves it (torch
 # ships one in Python 3.12 syntax), for an import to report.
 $(VENV)/.installed: pyproject.toml
+	$(if $(PYTHON),,$(error No Python 3.11 to 3.13 on PATH (looked for $(PYTHONS)): install one (Debian 13 and Ubuntu 24.04: apt-get install python3-venv; elsewhere: uv python install 3.13) or name one with make PYTHON=/path/to/python3.X))
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet --no-compile torch==2.13.0
@@ -27,9 +32,12 @@ $(VENV)/.installed: pyproject.toml
 
 # WORKFLOW_PRELOAD: fine-tuning runs fork one interpreter that has imported torch (workflow_scripts/preload.py).
 # One progress line; Snakemake's job records go to demo/results/logs/snakemake.log (make demo VERBOSE=1 shows them).
+# profiles/local takes every core; CORES=N caps the run at N (each job's threads come from the config, so the
+# tables are the same at any count).
 demo: install
 	WORKFLOW_PRELOAD=1 python -m workflow_scripts.console $(if $(VERBOSE),--verbose) \
-		--report demo/results/report.html -- --directory demo --workflow-profile profiles/local
+		--report demo/results/report.html -- --directory demo --workflow-profile profiles/local \
+		$(if $(CORES),--cores $(CORES))
 
 # make demo-gpu: the demo on this machine's card(s) through profiles/gpu-server (docs/gpu-server.md), every core,
 # training rules on the cards; in its own directory results/demo-gpu (demo/results and demo/medians.csv stay the CPU's).

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from workflow_harness import ROOT, copy_demo, planned_after, run_demo
+from workflow_harness import ROOT, TEST_CORES, copy_demo, most_jobs_at_once, planned_after, run_demo
 
 from workflow_scripts.config.plan import evaluated_models, model_dir
 from workflow_scripts.config.study import Study
@@ -207,25 +207,10 @@ def test_second_run_does_nothing(demo_run):
     assert "Nothing to be done" in result.stdout + result.stderr
 
 
-def _most_jobs_at_once(log: str) -> int:
-    """The most jobs Snakemake's log shows running at one time: each job's record starts with its
-    rule, each finish is a `Finished jobid` line (every demo job asks for one thread)."""
-    running = most = 0
-    for line in log.splitlines():
-        if line.startswith(("rule ", "localrule ")):
-            running += 1
-            most = max(most, running)
-        elif line.startswith("Finished jobid: "):
-            running -= 1
-    return most
-
-
 def test_the_scheduler_never_runs_more_jobs_than_cores(demo_run):
     """profiles/local asks for Snakemake's greedy scheduler (its ILP one is slow on many ready jobs):
-    it still holds the run to the profile's two cores."""
-    first = sorted((demo_run / ".snakemake" / "log").glob("*.snakemake.log"))[0].read_text()
-    assert "threads: " not in first
-    assert _most_jobs_at_once(first) == yaml.safe_load((ROOT / "profiles/local/config.yaml").read_text())["cores"]
+    it still holds the run to the cores it was given."""
+    assert most_jobs_at_once(demo_run) == TEST_CORES
 
 
 def _planned_after(workdir: Path, change) -> tuple[dict, dict]:

@@ -97,12 +97,12 @@ def small_study(demo: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run_small_study(dest: Path) -> Path:
+def run_small_study(dest: Path, cores: int | None = None) -> Path:
     """A copy of the demo cut down to `small_study`, run to its end (tests/conftest.py runs it once a session)."""
     workdir = copy_demo(dest)
     cfg = small_study(yaml.safe_load((workdir / "config.yaml").read_text()))
     (workdir / "config.yaml").write_text(yaml.safe_dump(cfg, sort_keys=False))
-    result = run_demo(workdir)
+    result = run_demo(workdir, cores=cores or TEST_CORES)
     assert result.returncode == 0, result.stderr[-5000:]
     return workdir
 
@@ -115,9 +115,12 @@ def copy_finished(workdir: Path, dest: Path) -> Path:
 # A guard against a hung run, not a speed bar: the whole demo beside the other test worker took 24 to 31
 # minutes on a 2-core AVX2-only Zen 3 (over 30 on one CI machine), against 15 to 17 on a 2-core Zen 4.
 DEMO_RUN_LIMIT_S = 3600
+# profiles/local takes every core; the tests take two whatever the machine: the guards above were measured so,
+# and make test runs two workers side by side. A `--cores` among a test's own arguments comes later and wins.
+TEST_CORES = 2
 
 
-def run_demo(workdir: Path, *args: str) -> subprocess.CompletedProcess:
+def run_demo(workdir: Path, *args: str, cores: int = TEST_CORES) -> subprocess.CompletedProcess:
     """The demo as `make demo` runs it: fine-tuning runs fork a preloaded interpreter."""
     return snakemake(
         "--snakefile",
@@ -126,10 +129,27 @@ def run_demo(workdir: Path, *args: str) -> subprocess.CompletedProcess:
         str(workdir),
         "--workflow-profile",
         str(ROOT / "profiles" / "local"),
+        "--cores",
+        str(cores),
         *args,
         timeout=DEMO_RUN_LIMIT_S,
         preload=True,
     )
+
+
+def most_jobs_at_once(workdir: Path) -> int:
+    """The most jobs the first run's Snakemake log shows running at one time: each job's record starts with
+    its rule, each finish is a `Finished jobid` line (every demo job asks for one thread)."""
+    log = sorted((workdir / ".snakemake" / "log").glob("*.snakemake.log"))[0].read_text()
+    assert "threads: " not in log, "a job asked for more than one thread"
+    running = most = 0
+    for line in log.splitlines():
+        if line.startswith(("rule ", "localrule ")):
+            running += 1
+            most = max(most, running)
+        elif line.startswith("Finished jobid: "):
+            running -= 1
+    return most
 
 
 def planned_jobs(output: str) -> dict[str, int]:
