@@ -224,6 +224,10 @@ def test_pearson_matches_scipy():
 
 def test_pearson_of_constant_predictions_is_zero():
     assert compute("pearson", [0.0, 1.0, 4.0], [2.0, 2.0, 2.0])["score"] == 0.0
+    # 0.1 seven times has a mean of 0.09999999999999999: deviations of 1.4e-17, not zero, which
+    # correlated to -1.9e-16 (a table printed -0.0)
+    gold = [3.18, 1.35, 0.2, 0.08, 4.07, 4.56, 3.03]
+    assert str(compute("pearson", gold, [0.1] * 7)["score"]) == "0.0"
 
 
 def test_accuracy_by_hand():
