@@ -11,7 +11,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export PATH := $(abspath $(BIN)):$(PATH)
 
-.PHONY: install demo test lint format dryrun schema clean-demo
+.PHONY: install demo demo-gpu test lint format dryrun schema clean-demo
 
 # Byte-compiled on every call (0.1 s when nothing changed): where PYTHONDONTWRITEBYTECODE is set, as in many
 # container images, each process, every fine-tuning run's fork among them, would compile our modules anew.
@@ -69,6 +69,7 @@ dryrun: install
 
 schema: install
 	python -m workflow_scripts.config.schema > schemas/config.schema.yaml
+	python -m workflow_scripts.config.docs > docs/configuration.md
 
 clean-demo:
 	rm -rf demo/results demo/.snakemake
