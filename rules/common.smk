@@ -195,7 +195,7 @@ def job_resources(rule_name):
     resources["runtime"] = lambda wildcards, attempt: (
         _job_size(rule_name, wildcards).runtime * attempt
     )
-    if rule_name in GPU_SERVER and rule_name in MODEL_RULES:
+    if rule_name in GPU_SERVER:
         resources["gpu_share"] = lambda wildcards: (
             gpu_share.GPU_SHARE_UNITS * _job_size(rule_name, wildcards).gpu
         )

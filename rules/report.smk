@@ -197,9 +197,12 @@ rule inference_speed:
     resources:
         **job_resources("inference_speed"),
     params:
+        launch=lambda wildcards, threads, resources: launcher(
+            resources, threads, "inference_speed"
+        ),
         model=lambda wildcards: shell_word(model_dir(wildcards.model)),
     shell:
-        "python -m workflow_scripts.preload workflow_scripts.report.inference_speed"
+        "{params.launch} -m workflow_scripts.preload workflow_scripts.report.inference_speed"
         " --settings {input.settings} --model {params.model} --out {output.speed} 2> {log}"
 
 

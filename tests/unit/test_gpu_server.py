@@ -30,7 +30,7 @@ PROFILE = ROOT / "profiles" / "gpu-server"
 
 def test_the_profile_marks_the_gpu_rules_and_refuses_anything_else():
     profile = yaml.safe_load((PROFILE / "config.yaml").read_text())
-    assert launch.server_rules(profile["set-resources"]) == ["pretrain", "distill", "finetune"]
+    assert launch.server_rules(profile["set-resources"]) == ["pretrain", "distill", "finetune", "inference_speed"]
     # as Snakemake 9 holds set-resources
     assert launch.server_rules({"finetune": Resources.from_mapping({"gpu_ids": "allocate"})}) == ["finetune"]
     assert launch.server_rules({"finetune": {"mem_mb": 8000}}) == []
@@ -153,7 +153,7 @@ def test_the_workflows_gpu_jobs_are_launched_behind_the_allocator(tmp_path):
     (study / "config.yaml").write_text((ROOT / "demo" / "config.yaml").read_text())
     (study / "raw_source").symlink_to(ROOT / "demo" / "raw_source")
     overlay = tmp_path / "cards.yaml"
-    cards = {"pretrain": {"gpu": 2}, "finetune": {"gpu": 1, "runs_per_gpu": 2}}
+    cards = {"pretrain": {"gpu": 2}, "finetune": {"gpu": 1, "runs_per_gpu": 2}, "inference_speed": {"gpu": 1}}
     overlay.write_text(yaml.safe_dump({"resources": cards}))
     env = card_env(tmp_path, "0,1", PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
     done = subprocess.run(
@@ -171,6 +171,8 @@ def test_the_workflows_gpu_jobs_are_launched_behind_the_allocator(tmp_path):
         "pretrain.pretrain": "python -m workflow_scripts.cards --cards 2 -- torchrun --standalone --nproc-per-node 2 ",
         # half a card each, from the preloaded interpreter
         "finetune.finetune": "python -m workflow_scripts.cards --share 420 -- python -m workflow_scripts.preload ",
+        # a whole card, whose speed it measures
+        "report.inference_speed": "python -m workflow_scripts.cards --cards 1 -- python -m workflow_scripts.preload ",
         # gpu: 0 in the demo's config: no card at all
         "distill.distill": "CUDA_VISIBLE_DEVICES= python -m workflow_scripts.distill.distill ",
     }

@@ -31,7 +31,7 @@ RDZV_PORT = 29500
 # the resource (and its one value) by which profiles/gpu-server hands a rule's cards out
 CARDS_KEY, ALLOCATE = "gpu_ids", "allocate"
 # the rules whose jobs may train on a card
-GPU_RULES = ("pretrain", "distill", "finetune")
+GPU_RULES = ("pretrain", "distill", "finetune", "inference_speed")
 
 
 def launch_command(gpus: int, nodes: int, threads: int, rule: str = "pretrain", mpi: bool = True) -> str:
